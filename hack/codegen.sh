@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Regenerates everything generated in this repository, from the API types and the pinned tools:
+#   pkg/apis/edge/v1alpha1/zz_generated.deepcopy.go   deepcopy (controller-gen)
+#   config/crds/                                       CRDs of edge.kcp.io (controller-gen)
+#   config/exports/edge/                               APIResourceSchemas + APIExport edge.kcp.io (kcp apigen)
+#   config/workload-crds/                              CRDs of the Kubernetes workload kinds (hack/tools/kube/workload-crds)
+#   config/exports/workloads/                          APIResourceSchemas + APIExport workloads.edge.kcp.io (hack/gen-workload-export)
+# An APIResourceSchema is immutable in kcp: both exporters give a changed schema a new name and
+# keep the old name for an unchanged one.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${BIN:-$PWD/bin}
+export GONOSUMDB=${GONOSUMDB:-github.com/kcp-dev,k8s.io} GOTOOLCHAIN=${GOTOOLCHAIN:-local}
+
+echo ">> deepcopy and CRDs (controller-gen)"
+"$BIN/controller-gen" object paths=./pkg/apis/... \
+  crd output:crd:artifacts:config=config/crds
+
+echo ">> APIResourceSchemas and APIExport edge.kcp.io (apigen)"
+mkdir -p config/exports/edge
+"$BIN/apigen" --input-dir config/crds --output-dir config/exports/edge 2>&1 | grep -v '^I' || true
+
+echo ">> CRDs of the Kubernetes workload kinds (from Kubernetes' OpenAPI definitions)"
+(cd hack/tools/kube && GOFLAGS=-mod=mod go run ./workload-crds --output-dir ../../../config/workload-crds)
+
+echo ">> APIResourceSchemas and APIExport workloads.edge.kcp.io"
+go run ./hack/gen-workload-export --input-dir config/workload-crds --output-dir config/exports/workloads

@@ -1,0 +1,61 @@
+package v1alpha1
+
+// Condition types. Reasons are CamelCase constants below, by condition.
+const (
+	// SyncTargetMailboxReady: the SyncTarget's mailbox workspace exists, is ready and holds what
+	// its syncer needs.
+	SyncTargetMailboxReady = "MailboxReady"
+	// SyncTargetSyncerReady: the syncer has renewed its heartbeat within the grace period.
+	// Unknown once it has been silent longer.
+	SyncTargetSyncerReady = "SyncerReady"
+
+	// PlacementScheduled: the scheduler resolved the placement's destinations.
+	PlacementScheduled = "Scheduled"
+	// PlacementProjected: the selected objects are in every destination's mailbox.
+	PlacementProjected = "Projected"
+	// PlacementReady: the objects are ready at every destination (kstatus).
+	PlacementReady = "Ready"
+	// PlacementConflict: an object collides with one from another workload workspace.
+	PlacementConflict = "Conflict"
+	// PlacementUpsyncConflict: two destinations up-sync the same object identity.
+	PlacementUpsyncConflict = "UpsyncConflict"
+)
+
+// Condition reasons.
+const (
+	ReasonMailboxCreating       = "MailboxCreating"
+	ReasonMailboxReady          = "MailboxReady"
+	ReasonInvalidName           = "InvalidName"
+	ReasonMailboxError          = "MailboxError"
+	ReasonHeartbeatCurrent      = "HeartbeatCurrent"
+	ReasonHeartbeatMissing      = "HeartbeatMissing"
+	ReasonHeartbeatStale        = "HeartbeatStale"
+	ReasonScheduled             = "Scheduled"
+	ReasonNoLocationMatches     = "NoLocationMatches"
+	ReasonNoSyncTargetMatches   = "NoSyncTargetMatches"
+	ReasonInvalidSelector       = "InvalidSelector"
+	ReasonConflictingProjection = "ConflictingProjection"
+)
+
+// Well-known labels and annotations.
+const (
+	// AnnotationCustomizer on a workload object names the Customizer to apply to it.
+	AnnotationCustomizer = "edge.kcp.io/customizer"
+	// AnnotationExpandParameters "true" on a workload object turns on %(key) expansion.
+	AnnotationExpandParameters = "edge.kcp.io/expand-parameters"
+	// AnnotationExecutingCount on a workload object is the number of edge clusters running it.
+	AnnotationExecutingCount = "edge.kcp.io/executing-count"
+	// LabelPlacement on a SinglePlacementSlice names its EdgePlacement.
+	LabelPlacement = "edge.kcp.io/placement"
+)
+
+// Names of the APIExports in the edge service provider workspace.
+const (
+	// EdgeAPIExportName serves the edge.kcp.io API.
+	EdgeAPIExportName = GroupName
+	// WorkloadsAPIExportName serves the common Kubernetes workload kinds (Deployments, Jobs,
+	// Services, ...) so that workload and mailbox workspaces can hold them.
+	WorkloadsAPIExportName = "workloads.edge.kcp.io"
+	// DefaultESPW is the default path of the edge service provider workspace.
+	DefaultESPW = "root:espw"
+)

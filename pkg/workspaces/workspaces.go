@@ -1,0 +1,208 @@
+// Package workspaces reaches kcp workspaces by path and makes sure they exist with the
+// APIBindings they need. kubectl-edge, the controllers and the test harness all use it.
+//
+// A kcp kubeconfig points at one workspace (https://host:port/clusters/root); Split separates
+// the server's base URL from that workspace's path, and the cluster-aware clients reach any
+// other workspace from the base.
+package workspaces
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	conditionsv1alpha1 "github.com/kcp-dev/kcp/sdk/apis/third_party/conditions/apis/conditions/v1alpha1"
+	apisv1alpha2 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha2"
+	corev1alpha1 "github.com/kcp-dev/kcp/sdk/apis/core/v1alpha1"
+	tenancyv1alpha1 "github.com/kcp-dev/kcp/sdk/apis/tenancy/v1alpha1"
+	kcpclientset "github.com/kcp-dev/kcp/sdk/client/clientset/versioned/cluster"
+	"github.com/kcp-dev/logicalcluster/v3"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+)
+
+// DefaultTimeout bounds each wait for a workspace or binding to become ready.
+const DefaultTimeout = 2 * time.Minute
+
+// pollInterval is how often a wait looks again. Workspaces get ready in about a second.
+const pollInterval = 250 * time.Millisecond
+
+// Split returns a copy of cfg whose Host is the server's base URL, without any /clusters/<path>
+// suffix, and the workspace path that the suffix named (empty if there was none).
+func Split(cfg *rest.Config) (*rest.Config, logicalcluster.Path) {
+	base := rest.CopyConfig(cfg)
+	host := strings.TrimRight(base.Host, "/")
+	i := strings.Index(host, "/clusters/")
+	if i < 0 {
+		return base, logicalcluster.Path{}
+	}
+	base.Host = host[:i]
+	return base, logicalcluster.NewPath(host[i+len("/clusters/"):])
+}
+
+// ConfigFor returns a copy of base that reaches the workspace at path.
+func ConfigFor(base *rest.Config, path logicalcluster.Path) *rest.Config {
+	cfg := rest.CopyConfig(base)
+	cfg.Host = strings.TrimRight(cfg.Host, "/") + path.RequestPath()
+	return cfg
+}
+
+// ParsePath checks a workspace path given by a user, such as root:edge:imw.
+func ParsePath(s string) (logicalcluster.Path, error) {
+	p := logicalcluster.NewPath(s)
+	if s == "" || !p.IsValid() {
+		return logicalcluster.Path{}, fmt.Errorf("%q is not a workspace path: use names of lower-case letters, digits and '-', joined by ':' (for example root:edge:imw)", s)
+	}
+	if _, hasParent := p.Parent(); !hasParent {
+		return logicalcluster.Path{}, fmt.Errorf("%q has no parent workspace: give a full path such as root:%s", s, s)
+	}
+	return p, nil
+}
+
+// Ensurer creates workspaces and bindings if they are missing, and waits for them to be ready.
+// It says what it does on Out.
+type Ensurer struct {
+	KCP     kcpclientset.ClusterInterface
+	Out     io.Writer
+	Timeout time.Duration
+}
+
+func (e *Ensurer) say(format string, args ...any) {
+	if e.Out != nil {
+		fmt.Fprintf(e.Out, format+"\n", args...)
+	}
+}
+
+func (e *Ensurer) timeout() time.Duration {
+	if e.Timeout > 0 {
+		return e.Timeout
+	}
+	return DefaultTimeout
+}
+
+// Workspace makes sure the workspace at path exists and is ready, creating it, and any missing
+// ancestor below root, with the parent's default type. It returns the ready Workspace.
+func (e *Ensurer) Workspace(ctx context.Context, path logicalcluster.Path) (*tenancyv1alpha1.Workspace, error) {
+	parent, ok := path.Parent()
+	if !ok {
+		return nil, fmt.Errorf("workspace %s has no parent", path)
+	}
+	name := path.Base()
+	ws, err := e.KCP.Cluster(parent).TenancyV1alpha1().Workspaces().Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case err == nil:
+	case apierrors.IsNotFound(err), isParentMissing(err):
+		if _, grand := parent.Parent(); grand {
+			if _, err := e.Workspace(ctx, parent); err != nil {
+				return nil, err
+			}
+		}
+		e.say("creating workspace %s", path)
+		ws, err = e.KCP.Cluster(parent).TenancyV1alpha1().Workspaces().Create(ctx, &tenancyv1alpha1.Workspace{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+		}, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			ws, err = e.KCP.Cluster(parent).TenancyV1alpha1().Workspaces().Get(ctx, name, metav1.GetOptions{})
+		}
+		if err != nil {
+			return nil, fmt.Errorf("creating workspace %s: %w", path, err)
+		}
+	default:
+		return nil, fmt.Errorf("reading workspace %s: %w", path, err)
+	}
+	if ws.Status.Phase == corev1alpha1.LogicalClusterPhaseReady {
+		return ws, nil
+	}
+	e.say("waiting for workspace %s to be ready", path)
+	err = wait.PollUntilContextTimeout(ctx, pollInterval, e.timeout(), true, func(ctx context.Context) (bool, error) {
+		ws, err = e.KCP.Cluster(parent).TenancyV1alpha1().Workspaces().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return ws.Status.Phase == corev1alpha1.LogicalClusterPhaseReady, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("workspace %s did not become ready (phase %q%s): %w", path, ws.Status.Phase, conditionsSummary(ws.Status.Conditions), err)
+	}
+	return ws, nil
+}
+
+// isParentMissing tells whether err says that the workspace the request went to does not exist,
+// which kcp reports as 403 or 404 for a path it cannot resolve.
+func isParentMissing(err error) bool {
+	return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "workspace")
+}
+
+// Binding makes sure the workspace at path has an APIBinding of the given name to the APIExport
+// exportName in the workspace exportPath, and waits until it is bound.
+func (e *Ensurer) Binding(ctx context.Context, path logicalcluster.Path, name string, exportPath logicalcluster.Path, exportName string) (*apisv1alpha2.APIBinding, error) {
+	want := apisv1alpha2.BindingReference{Export: &apisv1alpha2.ExportBindingReference{Path: exportPath.String(), Name: exportName}}
+	bindings := e.KCP.Cluster(path).ApisV1alpha2().APIBindings()
+	b, err := bindings.Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		e.say("binding %s in %s to APIExport %s:%s", name, path, exportPath, exportName)
+		b, err = bindings.Create(ctx, &apisv1alpha2.APIBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec:       apisv1alpha2.APIBindingSpec{Reference: want},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("creating APIBinding %s in %s: %w", name, path, err)
+		}
+	case err != nil:
+		return nil, fmt.Errorf("reading APIBinding %s in %s: %w", name, path, err)
+	default:
+		got := b.Spec.Reference.Export
+		if got == nil || got.Name != exportName || (got.Path != exportPath.String() && got.Path != "") {
+			return nil, fmt.Errorf("workspace %s already has an APIBinding %q that binds %s, not %s:%s; delete it or use another workspace", path, name, describeReference(b.Spec.Reference), exportPath, exportName)
+		}
+	}
+	if b.Status.Phase == apisv1alpha2.APIBindingPhaseBound {
+		return b, nil
+	}
+	e.say("waiting for APIBinding %s in %s to be bound", name, path)
+	err = wait.PollUntilContextTimeout(ctx, pollInterval, e.timeout(), true, func(ctx context.Context) (bool, error) {
+		b, err = bindings.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return b.Status.Phase == apisv1alpha2.APIBindingPhaseBound, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("APIBinding %s in %s was not bound (phase %q%s): %w", name, path, b.Status.Phase, conditionsSummary(b.Status.Conditions), err)
+	}
+	return b, nil
+}
+
+func describeReference(r apisv1alpha2.BindingReference) string {
+	if r.Export == nil {
+		return "nothing"
+	}
+	return r.Export.Path + ":" + r.Export.Name
+}
+
+// conditionsSummary lists the conditions that are not True, for error messages.
+func conditionsSummary(conds conditionsv1alpha1.Conditions) string {
+	var parts []string
+	for _, c := range conds {
+		if c.Status == "True" {
+			continue
+		}
+		s := string(c.Type) + "=" + string(c.Status)
+		if c.Reason != "" {
+			s += " " + c.Reason
+		}
+		if c.Message != "" {
+			s += ": " + c.Message
+		}
+		parts = append(parts, s)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(parts, "; ")
+}
