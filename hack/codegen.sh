@@ -18,7 +18,7 @@ echo ">> deepcopy and CRDs (controller-gen)"
 
 echo ">> APIResourceSchemas and APIExport edge.kcp.io (apigen)"
 mkdir -p config/exports/edge
-"$BIN/apigen" --input-dir config/crds --output-dir config/exports/edge 2>&1 | grep -v '^I' || true
+log=$(mktemp); "$BIN/apigen" --input-dir config/crds --output-dir config/exports/edge >"$log" 2>&1 || { cat "$log" >&2; exit 1; }; rm -f "$log"
 
 echo ">> CRDs of the Kubernetes workload kinds (from Kubernetes' OpenAPI definitions)"
 (cd hack/tools/kube && GOFLAGS=-mod=mod go run ./workload-crds --output-dir ../../../config/workload-crds)

@@ -73,6 +73,11 @@ func run(inputDir, outputDir string) error {
 			return fmt.Errorf("converting CRD %s: %w", crd.Name, err)
 		}
 		schema.TypeMeta = metav1.TypeMeta{APIVersion: apisv1alpha1.SchemeGroupVersion.String(), Kind: "APIResourceSchema"}
+		// kcp, like Kubernetes, admits schemas of protected groups (*.k8s.io) only with the
+		// api-approved.kubernetes.io annotation, which the conversion does not carry over.
+		if v, ok := crd.Annotations[apiextensionsv1.KubeAPIApprovedAnnotation]; ok {
+			schema.Annotations = map[string]string{apiextensionsv1.KubeAPIApprovedAnnotation: v}
+		}
 		file := schemaFilePrefix + crd.Name + ".yaml"
 		if err := writeYAML(filepath.Join(outputDir, file), schema); err != nil {
 			return err

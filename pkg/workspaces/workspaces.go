@@ -185,6 +185,16 @@ func describeReference(r apisv1alpha2.BindingReference) string {
 	return r.Export.Path + ":" + r.Export.Name
 }
 
+// Poll calls check every pollInterval until it returns true, fails, or timeout passes. The error
+// on timeout says what was awaited: "timed out after 2m0s waiting for <what>".
+func Poll(ctx context.Context, timeout time.Duration, check wait.ConditionWithContextFunc, what string, args ...any) error {
+	err := wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, check)
+	if err != nil && wait.Interrupted(err) {
+		return fmt.Errorf("timed out after %s waiting for %s", timeout, fmt.Sprintf(what, args...))
+	}
+	return err
+}
+
 // conditionsSummary lists the conditions that are not True, for error messages.
 func conditionsSummary(conds conditionsv1alpha1.Conditions) string {
 	var parts []string

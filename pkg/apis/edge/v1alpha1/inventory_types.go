@@ -32,9 +32,7 @@ type LocationSpec struct {
 	// instanceSelector selects the SyncTargets of this Location's workspace that belong to it.
 	// An empty selector selects them all.
 	//
-	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="matchExpressions operator must be one of In, NotIn, Exists, DoesNotExist"
-	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, (e.operator in ['In', 'NotIn']) == (has(e.values) && size(e.values) > 0))",message="matchExpressions with operator In or NotIn need at least one value; Exists and DoesNotExist take none"
-	InstanceSelector metav1.LabelSelector `json:"instanceSelector"`
+	InstanceSelector LabelSelector `json:"instanceSelector"`
 
 	// description is free text for people.
 	// +optional

@@ -41,9 +41,7 @@ type EdgePlacementSpec struct {
 	//
 	// +optional
 	// +kubebuilder:validation:MaxItems=100
-	// +kubebuilder:validation:XValidation:rule="self.all(s, !has(s.matchExpressions) || s.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist']))",message="locationSelectors: matchExpressions operator must be one of In, NotIn, Exists, DoesNotExist"
-	// +kubebuilder:validation:XValidation:rule="self.all(s, !has(s.matchExpressions) || s.matchExpressions.all(e, (e.operator in ['In', 'NotIn']) == (has(e.values) && size(e.values) > 0)))",message="locationSelectors: matchExpressions with operator In or NotIn need at least one value; Exists and DoesNotExist take none"
-	LocationSelectors []metav1.LabelSelector `json:"locationSelectors,omitempty"`
+	LocationSelectors []LabelSelector `json:"locationSelectors,omitempty"`
 
 	// downsync selects the objects of this workspace that go to the edge clusters. An object is
 	// selected when any one of the tests matches it.
@@ -83,8 +81,6 @@ type EdgePlacementSpec struct {
 // DownsyncObjectTest selects objects. Each field that is given narrows the test; an object
 // matches the test when it passes every given field.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.namespaceSelectors) || self.namespaceSelectors.all(s, !has(s.matchExpressions) || s.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist']))",message="namespaceSelectors: matchExpressions operator must be one of In, NotIn, Exists, DoesNotExist"
-// +kubebuilder:validation:XValidation:rule="!has(self.labelSelectors) || self.labelSelectors.all(s, !has(s.matchExpressions) || s.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist']))",message="labelSelectors: matchExpressions operator must be one of In, NotIn, Exists, DoesNotExist"
 type DownsyncObjectTest struct {
 	// apiGroup is the object's API group; "" is the core group. Omitted, any group matches.
 	// +optional
@@ -107,7 +103,7 @@ type DownsyncObjectTest struct {
 	// namespaceSelectors select the namespaces, by their labels, that the object must be in.
 	// +optional
 	// +kubebuilder:validation:MaxItems=20
-	NamespaceSelectors []metav1.LabelSelector `json:"namespaceSelectors,omitempty"`
+	NamespaceSelectors []LabelSelector `json:"namespaceSelectors,omitempty"`
 
 	// objectNames are the names the object may have; "*" matches all.
 	// +optional
@@ -118,7 +114,7 @@ type DownsyncObjectTest struct {
 	// labelSelectors select objects by their labels; any one matching is enough.
 	// +optional
 	// +kubebuilder:validation:MaxItems=20
-	LabelSelectors []metav1.LabelSelector `json:"labelSelectors,omitempty"`
+	LabelSelectors []LabelSelector `json:"labelSelectors,omitempty"`
 }
 
 // UpsyncSet selects objects that are created at the edge and come back.
@@ -152,6 +148,7 @@ type RolloutStrategy struct {
 	// percentage of the destinations ("25%"). Omitted, all at once.
 	// +optional
 	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:MaxLength=4
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self > 0 : self.matches('^[1-9][0-9]?%$|^100%$')",message="maxInFlight must be a positive number or a percentage from 1% to 100%"
 	MaxInFlight *intstr.IntOrString `json:"maxInFlight,omitempty"`
 
@@ -159,6 +156,7 @@ type RolloutStrategy struct {
 	// a number, or a percentage of the destinations. Omitted, no limit.
 	// +optional
 	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:MaxLength=4
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^[0-9]{1,2}%$|^100%$')",message="maxUnavailable must be a number or a percentage from 0% to 100%"
 	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
 

@@ -1,0 +1,20 @@
+// Command kubectl-edge is the kubectl plugin of edge-mc: installed on the PATH, it runs as
+// `kubectl edge ...`. See `kubectl edge --help`.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kcp-dev/edge-mc/pkg/cli"
+)
+
+func main() {
+	cmd := cli.NewCommand(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
+	if err := cmd.Execute(); err != nil {
+		fmt.Fprintf(os.Stderr, "error: %v\n", err)
+		os.Exit(1)
+	}
+}

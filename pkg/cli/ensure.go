@@ -1,0 +1,70 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/workspaces"
+)
+
+func newEnsureCommand(o *Options) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "ensure",
+		Short: "Make sure a workspace or an inventory object exists as described",
+	}
+	cmd.AddCommand(
+		newEnsureWorkspaceCommand(o, "imw", "inventory management workspace",
+			"binds edge.kcp.io, so that it can hold Locations and SyncTargets",
+			edgev1alpha1.EdgeAPIExportName),
+		newEnsureWorkspaceCommand(o, "wmw", "workload management workspace",
+			"binds edge.kcp.io and workloads.edge.kcp.io, so that it can hold EdgePlacements, Customizers\nand workload objects such as Deployments and Services",
+			edgev1alpha1.EdgeAPIExportName, edgev1alpha1.WorkloadsAPIExportName),
+	)
+	return cmd
+}
+
+// newEnsureWorkspaceCommand builds `ensure imw` and `ensure wmw`: a workspace that binds the
+// given APIExports of the ESPW, each through an APIBinding named after the export.
+func newEnsureWorkspaceCommand(o *Options, verb, what, does string, exportNames ...string) *cobra.Command {
+	return &cobra.Command{
+		Use:   verb + " <workspace path>",
+		Short: "Make sure a " + what + " exists",
+		Long: fmt.Sprintf(`ensure %s makes sure the workspace at the given path (e.g. root:%s) exists, creating missing
+parent workspaces, and %s,
+from the edge service provider workspace (--espw). Run "kubectl edge init" first.`, verb, verb, does),
+		Example: fmt.Sprintf("  kubectl edge ensure %s root:%s", verb, verb),
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := o.context(cmd)
+			defer cancel()
+			path, err := workspaces.ParsePath(args[0])
+			if err != nil {
+				return err
+			}
+			espwPath, err := o.espwPath()
+			if err != nil {
+				return err
+			}
+			kcp, _, err := o.kcpClient()
+			if err != nil {
+				return err
+			}
+			if err := checkESPW(ctx, kcp, espwPath, exportNames); err != nil {
+				return err
+			}
+			ensurer := &workspaces.Ensurer{KCP: kcp, Out: o.Out, Timeout: o.Timeout}
+			if _, err := ensurer.Workspace(ctx, path); err != nil {
+				return err
+			}
+			for _, name := range exportNames {
+				if _, err := ensurer.Binding(ctx, path, name, espwPath, name); err != nil {
+					return err
+				}
+			}
+			fmt.Fprintf(o.Out, "%s %s is ready\n", what, path)
+			return nil
+		},
+	}
+}

@@ -1,0 +1,80 @@
+// Package cli implements kubectl-edge, the kubectl plugin of edge-mc (`kubectl edge ...`). Each
+// verb is idempotent: run again, it changes nothing that is already as asked.
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	kcpclientset "github.com/kcp-dev/kcp/sdk/client/clientset/versioned/cluster"
+	"github.com/kcp-dev/logicalcluster/v3"
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/rest"
+
+	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/workspaces"
+)
+
+// Options are the flags every verb shares: kubectl's connection flags (--kubeconfig, --context,
+// --server, ...) and the ESPW path.
+type Options struct {
+	Config  *genericclioptions.ConfigFlags
+	ESPW    string
+	Timeout time.Duration
+	Out     io.Writer
+	ErrOut  io.Writer
+}
+
+// NewCommand returns the kubectl-edge command tree.
+func NewCommand(streams genericclioptions.IOStreams) *cobra.Command {
+	o := &Options{
+		Config: genericclioptions.NewConfigFlags(true),
+		Out:    streams.Out,
+		ErrOut: streams.ErrOut,
+	}
+	cmd := &cobra.Command{
+		Use:   "kubectl edge",
+		Short: "Manage edge-mc: the edge service provider workspace, inventory and workload workspaces",
+		Long: `kubectl edge manages edge-mc, a kcp-based service that places workloads on fleets of edge
+Kubernetes clusters. It talks to kcp with your kubeconfig, as kubectl does (--kubeconfig, --context).`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	cmd.SetOut(streams.Out)
+	cmd.SetErr(streams.ErrOut)
+	o.Config.AddFlags(cmd.PersistentFlags())
+	cmd.PersistentFlags().StringVar(&o.ESPW, "espw", edgev1alpha1.DefaultESPW, "path of the edge service provider workspace")
+	cmd.PersistentFlags().DurationVar(&o.Timeout, "timeout", workspaces.DefaultTimeout, "how long to wait for each workspace or binding to become ready")
+
+	cmd.AddCommand(newInitCommand(o), newEnsureCommand(o))
+	return cmd
+}
+
+// kcpClient returns a cluster-aware kcp client built from the kubeconfig flags.
+func (o *Options) kcpClient() (kcpclientset.ClusterInterface, *rest.Config, error) {
+	cfg, err := o.Config.ToRESTConfig()
+	if err != nil {
+		return nil, nil, fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	base, _ := workspaces.Split(cfg)
+	client, err := kcpclientset.NewForConfig(base)
+	if err != nil {
+		return nil, nil, err
+	}
+	return client, base, nil
+}
+
+func (o *Options) espwPath() (logicalcluster.Path, error) {
+	p, err := workspaces.ParsePath(o.ESPW)
+	if err != nil {
+		return p, fmt.Errorf("--espw: %w", err)
+	}
+	return p, nil
+}
+
+func (o *Options) context(cmd *cobra.Command) (context.Context, context.CancelFunc) {
+	return context.WithCancel(cmd.Context())
+}

@@ -1,0 +1,146 @@
+// Package espw installs edge-mc's APIs into the edge service provider workspace (ESPW): the
+// APIResourceSchemas and the two APIExports, edge.kcp.io and workloads.edge.kcp.io, that
+// inventory, workload and mailbox workspaces bind. Installing is idempotent: what is already as
+// wanted is left untouched, so a second install changes no resourceVersion.
+package espw
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	apisv1alpha1 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha1"
+	apisv1alpha2 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha2"
+	kcpclientset "github.com/kcp-dev/kcp/sdk/client/clientset/versioned/cluster"
+	"github.com/kcp-dev/logicalcluster/v3"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kcp-dev/edge-mc/config/exports"
+	"github.com/kcp-dev/edge-mc/pkg/workspaces"
+)
+
+// Result says what an install did.
+type Result struct {
+	Workspace logicalcluster.Path
+	Created   []string
+	Updated   []string
+	Unchanged []string
+}
+
+// Install makes sure the ESPW at path exists, holds every embedded APIResourceSchema, and
+// serves both APIExports, then waits until each export has its identity.
+func Install(ctx context.Context, kcp kcpclientset.ClusterInterface, path logicalcluster.Path, out io.Writer) (*Result, error) {
+	schemas, apiExports, err := exports.Load()
+	if err != nil {
+		return nil, err
+	}
+	ensurer := &workspaces.Ensurer{KCP: kcp, Out: out}
+	if _, err := ensurer.Workspace(ctx, path); err != nil {
+		return nil, err
+	}
+	res := &Result{Workspace: path}
+	for _, s := range schemas {
+		if err := ensureSchema(ctx, kcp, path, s, res); err != nil {
+			return nil, err
+		}
+	}
+	for _, e := range apiExports {
+		if err := ensureExport(ctx, kcp, path, e, res); err != nil {
+			return nil, err
+		}
+	}
+	for _, e := range apiExports {
+		if err := waitForIdentity(ctx, kcp, path, e.Name); err != nil {
+			return nil, err
+		}
+	}
+	if out != nil {
+		fmt.Fprintf(out, "ESPW %s: %d created, %d updated, %d unchanged\n", path, len(res.Created), len(res.Updated), len(res.Unchanged))
+	}
+	return res, nil
+}
+
+func ensureSchema(ctx context.Context, kcp kcpclientset.ClusterInterface, path logicalcluster.Path, want *apisv1alpha1.APIResourceSchema, res *Result) error {
+	client := kcp.Cluster(path).ApisV1alpha1().APIResourceSchemas()
+	kind := "APIResourceSchema " + want.Name
+	got, err := client.Get(ctx, want.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		if _, err := client.Create(ctx, want, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating %s in %s: %w", kind, path, err)
+		}
+		res.Created = append(res.Created, kind)
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading %s in %s: %w", kind, path, err)
+	}
+	if !schemaSpecEqual(got.Spec, want.Spec) {
+		// Schemas are immutable and generated names change with content, so a difference means
+		// somebody else wrote this name.
+		return fmt.Errorf("%s in %s differs from the one this kubectl-edge carries; schemas are immutable and named after their content, so it was not written by edge-mc: delete it and run init again", kind, path)
+	}
+	res.Unchanged = append(res.Unchanged, kind)
+	return nil
+}
+
+// schemaSpecEqual compares two schema specs after a JSON round trip of the raw schemas, so that
+// key order and white space do not count.
+func schemaSpecEqual(a, b apisv1alpha1.APIResourceSchemaSpec) bool {
+	if a.Group != b.Group || a.Scope != b.Scope || !equality.Semantic.DeepEqual(a.Names, b.Names) || len(a.Versions) != len(b.Versions) {
+		return false
+	}
+	for i := range a.Versions {
+		va, vb := a.Versions[i], b.Versions[i]
+		sa, errA := va.GetSchema()
+		sb, errB := vb.GetSchema()
+		if errA != nil || errB != nil || !equality.Semantic.DeepEqual(sa, sb) {
+			return false
+		}
+		va.Schema, vb.Schema = runtime.RawExtension{}, runtime.RawExtension{}
+		if !equality.Semantic.DeepEqual(va, vb) {
+			return false
+		}
+	}
+	return true
+}
+
+func ensureExport(ctx context.Context, kcp kcpclientset.ClusterInterface, path logicalcluster.Path, want *apisv1alpha2.APIExport, res *Result) error {
+	client := kcp.Cluster(path).ApisV1alpha2().APIExports()
+	kind := "APIExport " + want.Name
+	got, err := client.Get(ctx, want.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		if _, err := client.Create(ctx, want, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating %s in %s: %w", kind, path, err)
+		}
+		res.Created = append(res.Created, kind)
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading %s in %s: %w", kind, path, err)
+	}
+	if equality.Semantic.DeepEqual(got.Spec.Resources, want.Spec.Resources) &&
+		equality.Semantic.DeepEqual(got.Spec.PermissionClaims, want.Spec.PermissionClaims) {
+		res.Unchanged = append(res.Unchanged, kind)
+		return nil
+	}
+	got.Spec.Resources = want.Spec.Resources
+	got.Spec.PermissionClaims = want.Spec.PermissionClaims
+	if _, err := client.Update(ctx, got, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("updating %s in %s: %w", kind, path, err)
+	}
+	res.Updated = append(res.Updated, kind)
+	return nil
+}
+
+func waitForIdentity(ctx context.Context, kcp kcpclientset.ClusterInterface, path logicalcluster.Path, name string) error {
+	return workspaces.Poll(ctx, workspaces.DefaultTimeout, func(ctx context.Context) (bool, error) {
+		e, err := kcp.Cluster(path).ApisV1alpha2().APIExports().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return e.Status.IdentityHash != "", nil
+	}, "APIExport %s in %s to get its identity", name, path)
+}
