@@ -80,7 +80,6 @@ type EdgePlacementSpec struct {
 
 // DownsyncObjectTest selects objects. Each field that is given narrows the test; an object
 // matches the test when it passes every given field.
-//
 type DownsyncObjectTest struct {
 	// apiGroup is the object's API group; "" is the core group. Omitted, any group matches.
 	// +optional
