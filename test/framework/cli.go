@@ -1,0 +1,122 @@
+package framework
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	buildErr  error
+)
+
+// BinDir builds edge-mc's commands (./cmd/...) once per test package, into a directory that
+// BinDir returns, so that tests run the code of this tree as a user runs the installed binaries.
+func BinDir(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		root, err := RepoFile()
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binDir, err = os.MkdirTemp("", "edge-mc-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", binDir+string(os.PathSeparator), "./cmd/...")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build ./cmd/...: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binDir
+}
+
+// Result is what a command printed and how it ended.
+type Result struct {
+	Stdout, Stderr string
+	Err            error
+}
+
+// Kubectl runs `kubectl args...` against the package's kcp with the admin kubeconfig, with
+// edge-mc's commands first on the PATH, so that `kubectl edge ...` runs this tree's plugin.
+func Kubectl(t testing.TB, args ...string) Result {
+	t.Helper()
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Fatalf("kubectl is not on the PATH (the machine image provides kubectl v1.32): %v", err)
+	}
+	return run(t, "", kubectl, args...)
+}
+
+// KubectlApply runs `kubectl --server <workspace URL> apply -f -` with manifest on its input.
+func KubectlApply(t testing.TB, serverURL, manifest string) Result {
+	t.Helper()
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Fatalf("kubectl is not on the PATH (the machine image provides kubectl v1.32): %v", err)
+	}
+	return run(t, manifest, kubectl, "--server", serverURL, "apply", "-f", "-")
+}
+
+// KubectlEdge runs `kubectl edge args...`.
+func KubectlEdge(t testing.TB, args ...string) Result {
+	t.Helper()
+	return Kubectl(t, append([]string{"edge"}, args...)...)
+}
+
+func run(t testing.TB, stdin, name string, args ...string) Result {
+	t.Helper()
+	s := KCP(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = append(os.Environ(),
+		"KUBECONFIG="+s.KubeconfigPath,
+		"PATH="+BinDir(t)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.Stdin = strings.NewReader(stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	t.Logf("$ %s %s\n%s%s", filepath.Base(name), strings.Join(args, " "), indent(stdout.String()), indent(stderr.String()))
+	return Result{Stdout: stdout.String(), Stderr: stderr.String(), Err: err}
+}
+
+// MustSucceed fails the test if the command failed.
+func (r Result) MustSucceed(t testing.TB) Result {
+	t.Helper()
+	if r.Err != nil {
+		t.Fatalf("command failed: %v\nstdout:\n%s\nstderr:\n%s", r.Err, r.Stdout, r.Stderr)
+	}
+	return r
+}
+
+// MustFail fails the test if the command succeeded, and returns its output.
+func (r Result) MustFail(t testing.TB) Result {
+	t.Helper()
+	if r.Err == nil {
+		t.Fatalf("command succeeded but should have failed\nstdout:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)
+	}
+	return r
+}
+
+func indent(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ") + "\n"
+}

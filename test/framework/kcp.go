@@ -1,0 +1,286 @@
+// Package framework is the harness of edge-mc's integration and e2e tests. It starts a real kcp
+// (bin/kcp, built by `make tools`) once per test package, gives each test a fresh workspace,
+// builds edge-mc's commands for the tests to run as a user would, and has helpers that wait for
+// conditions. Plain `go test ./test/...` needs nothing started by hand.
+//
+// A test package starts kcp from its TestMain:
+//
+//	func TestMain(m *testing.M) { os.Exit(framework.RunWithKCP(m)) }
+//
+// Set EDGE_E2E_KUBECONFIG to the admin kubeconfig of a running kcp to use it instead of starting
+// one, and EDGE_E2E_KEEP=1 to keep the kcp directory and log after the run.
+package framework
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	kcpclientset "github.com/kcp-dev/kcp/sdk/client/clientset/versioned/cluster"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kcp-dev/edge-mc/pkg/workspaces"
+)
+
+// kcpStartTimeout bounds how long kcp may take to serve; it takes 10-30 s on a 2-core machine.
+const kcpStartTimeout = 3 * time.Minute
+
+// Server is a kcp server the tests talk to.
+type Server struct {
+	// KubeconfigPath is the admin kubeconfig; its current context points at root.
+	KubeconfigPath string
+	// Base reaches the server with admin rights; add a workspace path with workspaces.ConfigFor.
+	Base *rest.Config
+	// KCP is a cluster-aware client of kcp's own APIs.
+	KCP kcpclientset.ClusterInterface
+	// StartupTime is how long the server took to become ready (zero if not started here).
+	StartupTime time.Duration
+
+	dir     string
+	logPath string
+	cmd     *exec.Cmd
+	exited  chan struct{}
+}
+
+var server *Server
+
+// KCP returns the package's kcp server. RunWithKCP must have started it.
+func KCP(t testing.TB) *Server {
+	t.Helper()
+	if server == nil {
+		t.Fatal("no kcp server: the package's TestMain must call framework.RunWithKCP")
+	}
+	return server
+}
+
+// RunWithKCP starts kcp, runs the tests, stops kcp and returns the exit code for os.Exit. When a
+// test failed, the tail of kcp's log is printed.
+func RunWithKCP(m *testing.M) int {
+	var err error
+	server, err = startServer()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "framework: %v\n", err)
+		if server != nil {
+			server.printLogTail(80)
+			server.stop()
+		}
+		return 1
+	}
+	code := m.Run()
+	if code != 0 && server.logPath != "" {
+		server.printLogTail(80)
+	}
+	server.stop()
+	return code
+}
+
+func startServer() (*Server, error) {
+	if kc := os.Getenv("EDGE_E2E_KUBECONFIG"); kc != "" {
+		s := &Server{KubeconfigPath: kc}
+		return s, s.connect()
+	}
+	kcpBin, err := RepoFile("bin", "kcp")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(kcpBin); err != nil {
+		return nil, fmt.Errorf("%s is missing: run 'make tools' first (it builds kcp at the pinned version)", kcpBin)
+	}
+	dir, err := os.MkdirTemp("", "edge-mc-kcp-")
+	if err != nil {
+		return nil, err
+	}
+	ports, err := FreePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		dir:            dir,
+		logPath:        filepath.Join(dir, "kcp.log"),
+		KubeconfigPath: filepath.Join(dir, ".kcp", "admin.kubeconfig"),
+		exited:         make(chan struct{}),
+	}
+	logFile, err := os.Create(s.logPath)
+	if err != nil {
+		return nil, err
+	}
+	s.cmd = exec.Command(kcpBin, "start",
+		"--root-directory", filepath.Join(dir, ".kcp"),
+		"--bind-address", "127.0.0.1",
+		"--secure-port", strconv.Itoa(ports[0]),
+		"--embedded-etcd-client-port", strconv.Itoa(ports[1]),
+		"--embedded-etcd-peer-port", strconv.Itoa(ports[2]),
+	)
+	s.cmd.Dir = dir
+	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
+	// Its own process group, so that stopping it stops everything it started.
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	start := time.Now()
+	fmt.Fprintf(os.Stderr, "framework: starting kcp on 127.0.0.1:%d (log %s)\n", ports[0], s.logPath)
+	if err := s.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", kcpBin, err)
+	}
+	go func() {
+		_ = s.cmd.Wait()
+		logFile.Close()
+		close(s.exited)
+	}()
+	if err := s.waitReady(); err != nil {
+		return s, err
+	}
+	s.StartupTime = time.Since(start)
+	fmt.Fprintf(os.Stderr, "framework: kcp ready in %s\n", s.StartupTime.Round(100*time.Millisecond))
+	return s, nil
+}
+
+// waitReady waits for the admin kubeconfig, /readyz, and the root workspace to answer.
+func (s *Server) waitReady() error {
+	ctx, cancel := context.WithTimeout(context.Background(), kcpStartTimeout)
+	defer cancel()
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	var last error
+	for {
+		select {
+		case <-s.exited:
+			return fmt.Errorf("kcp exited before it was ready (%v)", s.cmd.ProcessState)
+		case <-ctx.Done():
+			return fmt.Errorf("kcp was not ready within %s: %v", kcpStartTimeout, last)
+		case <-tick.C:
+		}
+		if _, err := os.Stat(s.KubeconfigPath); err != nil {
+			last = err
+			continue
+		}
+		if last = s.connect(); last != nil {
+			continue
+		}
+		if last = s.probe(ctx); last == nil {
+			return nil
+		}
+	}
+}
+
+func (s *Server) connect() error {
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		&clientcmd.ClientConfigLoadingRules{ExplicitPath: s.KubeconfigPath}, nil).ClientConfig()
+	if err != nil {
+		return fmt.Errorf("loading %s: %w", s.KubeconfigPath, err)
+	}
+	cfg.QPS, cfg.Burst = 200, 400
+	s.Base, _ = workspaces.Split(cfg)
+	s.KCP, err = kcpclientset.NewForConfig(s.Base)
+	return err
+}
+
+func (s *Server) probe(ctx context.Context) error {
+	client, err := rest.HTTPClientFor(s.Base)
+	if err != nil {
+		return err
+	}
+	for _, path := range []string{"/readyz", "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces"} {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.Base.Host+path, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET %s: %s", path, resp.Status)
+		}
+	}
+	return nil
+}
+
+// Stop ends the kcp process (SIGTERM, then SIGKILL after 20 s) and removes its directory unless
+// EDGE_E2E_KEEP is set.
+func (s *Server) stop() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-s.exited:
+	case <-time.After(20 * time.Second):
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		<-s.exited
+	}
+	if os.Getenv("EDGE_E2E_KEEP") != "" {
+		fmt.Fprintf(os.Stderr, "framework: kept kcp's directory %s\n", s.dir)
+		return
+	}
+	_ = os.RemoveAll(s.dir)
+}
+
+func (s *Server) printLogTail(n int) {
+	f, err := os.Open(s.logPath)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1024*1024), 1024*1024)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if len(lines) > n {
+			lines = lines[1:]
+		}
+	}
+	fmt.Fprintf(os.Stderr, "---- last %d lines of kcp's log (%s) ----\n%s\n---- end of kcp's log ----\n",
+		len(lines), s.logPath, strings.Join(lines, "\n"))
+}
+
+// FreePorts returns n distinct TCP ports that were free on 127.0.0.1 a moment ago.
+func FreePorts(n int) ([]int, error) {
+	var listeners []net.Listener
+	defer func() {
+		for _, l := range listeners {
+			l.Close()
+		}
+	}()
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("finding a free port: %w", err)
+		}
+		listeners = append(listeners, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// RepoFile returns the path of a file of this repository, found from the working directory.
+func RepoFile(elems ...string) (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if raw, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil &&
+			strings.HasPrefix(string(raw), "module github.com/kcp-dev/edge-mc\n") {
+			return filepath.Join(append([]string{dir}, elems...)...), nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("not inside the edge-mc repository")
+		}
+		dir = parent
+	}
+}

@@ -1,0 +1,53 @@
+package framework
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Eventually calls check every 200 ms until it returns true, and fails the test with check's
+// last explanation if that does not happen within timeout.
+func Eventually(t testing.TB, timeout time.Duration, check func() (done bool, why string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	why := ""
+	for {
+		var done bool
+		done, why = check()
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not so after %s: %s", timeout, why)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// Context returns a context that ends with the test, or after timeout.
+func Context(t testing.TB, timeout time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// ConditionStatus returns the status of the condition of the given type in an object's
+// status.conditions, and its reason and message; status is "" if the condition is absent.
+func ConditionStatus(obj *unstructured.Unstructured, condType string) (status metav1.ConditionStatus, reason, message string) {
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if !ok || m["type"] != condType {
+			continue
+		}
+		s, _ := m["status"].(string)
+		r, _ := m["reason"].(string)
+		msg, _ := m["message"].(string)
+		return metav1.ConditionStatus(s), r, msg
+	}
+	return "", "", ""
+}
