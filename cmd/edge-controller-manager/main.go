@@ -1,0 +1,88 @@
+// Command edge-controller-manager runs edge-mc's center controllers against kcp:
+//
+//	edge-controller-manager --kubeconfig <kcp admin kubeconfig> [--espw root:espw] [--controllers mailbox,...]
+//
+// See `edge-controller-manager --help` and docs/operations.md.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/manager"
+	"github.com/kcp-dev/edge-mc/pkg/workspaces"
+)
+
+func main() {
+	fs := pflag.NewFlagSet("edge-controller-manager", pflag.ContinueOnError)
+	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of kcp with admin rights")
+	kubeContext := fs.String("context", "", "context of the kubeconfig to use (default: its current context)")
+	espw := fs.String("espw", edgev1alpha1.DefaultESPW, "path of the edge service provider workspace")
+	controllers := fs.StringSlice("controllers", []string{"mailbox"}, "controllers to run: mailbox, scheduler, placement-translator, status-summarizer")
+	workers := fs.Int("workers", 8, "reconciles at once, per controller")
+	httpAddress := fs.String("http-address", ":8090", "address serving /healthz, /readyz and /metrics")
+	leaderElect := fs.Bool("leader-elect", true, "elect a leader among replicas with a Lease in the ESPW, so that several replicas are safe")
+	leaderElectionID := fs.String("leader-election-id", "edge-controller-manager", "name of the leader election Lease")
+	hostname, _ := os.Hostname()
+	identity := fs.String("identity", hostname+"-"+fmt.Sprint(os.Getpid()), "this replica's name in the leader election")
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	fs.AddGoFlagSet(klogFlags)
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		if err == pflag.ErrHelp {
+			return
+		}
+		fmt.Fprintf(os.Stderr, "error: %v\n", err)
+		os.Exit(2)
+	}
+	if err := manager.ValidateControllers(*controllers); err != nil {
+		fmt.Fprintf(os.Stderr, "error: --controllers: %v\n", err)
+		os.Exit(2)
+	}
+	espwPath, err := workspaces.ParsePath(*espw)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "error: --espw: %v\n", err)
+		os.Exit(2)
+	}
+	if *kubeconfig == "" {
+		fmt.Fprintln(os.Stderr, "error: --kubeconfig (or KUBECONFIG) must name kcp's admin kubeconfig")
+		os.Exit(2)
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		&clientcmd.ClientConfigLoadingRules{ExplicitPath: *kubeconfig},
+		&clientcmd.ConfigOverrides{CurrentContext: *kubeContext}).ClientConfig()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "error: loading %s: %v\n", *kubeconfig, err)
+		os.Exit(2)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx = klog.NewContext(ctx, klog.Background().WithName("edge-controller-manager"))
+	klog.FromContext(ctx).Info("starting", "espw", espwPath, "controllers", strings.Join(*controllers, ","), "leaderElect", *leaderElect)
+	if err := manager.Run(ctx, manager.Options{
+		Config:           cfg,
+		ESPW:             espwPath,
+		Controllers:      *controllers,
+		Workers:          *workers,
+		HTTPAddress:      *httpAddress,
+		LeaderElect:      *leaderElect,
+		LeaderElectionID: *leaderElectionID,
+		Identity:         *identity,
+	}); err != nil {
+		klog.FromContext(ctx).Error(err, "exiting")
+		klog.Flush()
+		os.Exit(1)
+	}
+	klog.Flush()
+}

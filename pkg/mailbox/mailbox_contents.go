@@ -1,0 +1,187 @@
+package mailbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apisv1alpha2 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha2"
+	"github.com/kcp-dev/logicalcluster/v3"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+)
+
+// errNotYet means that the mailbox is not complete yet for reasons that pass by themselves (a
+// binding being bound, a token being minted); the SyncTarget is looked at again shortly.
+var errNotYet = errors.New("not yet")
+
+// ensureContents puts into the mailbox what its syncer needs: the APIBindings to edge.kcp.io and
+// workloads.edge.kcp.io, and the syncer's identity. It returns errNotYet until all is in place.
+func (c *Controller) ensureContents(ctx context.Context, mailbox logicalcluster.Path) error {
+	for _, export := range []string{edgev1alpha1.EdgeAPIExportName, edgev1alpha1.WorkloadsAPIExportName} {
+		if err := c.ensureBinding(ctx, mailbox, export); err != nil {
+			return err
+		}
+	}
+	return c.ensureSyncerIdentity(ctx, mailbox)
+}
+
+// ensureBinding binds the APIExport of the ESPW with the given name, accepting every permission
+// claim the export makes (edge.kcp.io claims the heartbeat Leases, so that the controller sees
+// them through the export's virtual workspace).
+func (c *Controller) ensureBinding(ctx context.Context, mailbox logicalcluster.Path, exportName string) error {
+	export, err := c.cfg.KCP.Cluster(c.cfg.ESPW).ApisV1alpha2().APIExports().Get(ctx, exportName, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading APIExport %s in %s (has 'kubectl edge init' run?): %w", exportName, c.cfg.ESPW, err)
+	}
+	want := apisv1alpha2.APIBindingSpec{
+		Reference: apisv1alpha2.BindingReference{Export: &apisv1alpha2.ExportBindingReference{Path: c.cfg.ESPW.String(), Name: exportName}},
+	}
+	for _, claim := range export.Spec.PermissionClaims {
+		want.PermissionClaims = append(want.PermissionClaims, apisv1alpha2.AcceptablePermissionClaim{
+			ScopedPermissionClaim: apisv1alpha2.ScopedPermissionClaim{
+				PermissionClaim: claim,
+				Selector:        apisv1alpha2.PermissionClaimSelector{MatchAll: true},
+			},
+			State: apisv1alpha2.ClaimAccepted,
+		})
+	}
+	bindings := c.cfg.KCP.Cluster(mailbox).ApisV1alpha2().APIBindings()
+	b, err := bindings.Get(ctx, exportName, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		b, err = bindings.Create(ctx, &apisv1alpha2.APIBinding{ObjectMeta: metav1.ObjectMeta{Name: exportName}, Spec: want}, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("creating APIBinding %s: %w", exportName, err)
+		}
+	case err != nil:
+		return fmt.Errorf("reading APIBinding %s: %w", exportName, err)
+	case !equality.Semantic.DeepEqual(b.Spec, want):
+		b.Spec = want
+		if b, err = bindings.Update(ctx, b, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("updating APIBinding %s: %w", exportName, err)
+		}
+	}
+	if b.Status.Phase != apisv1alpha2.APIBindingPhaseBound {
+		return errNotYet
+	}
+	return nil
+}
+
+// ensureSyncerIdentity creates the syncer's ServiceAccount, its token Secret, and a ClusterRole
+// and ClusterRoleBinding that give it everything in this mailbox. A token minted in one workspace
+// is refused by every other, so the identity reaches this mailbox and nothing else.
+func (c *Controller) ensureSyncerIdentity(ctx context.Context, mailbox logicalcluster.Path) error {
+	kube := c.cfg.Kube.Cluster(mailbox)
+	if _, err := kube.CoreV1().Namespaces().Get(ctx, SyncerNamespace, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		_, err = kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: SyncerNamespace}}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating namespace %s: %w", SyncerNamespace, err)
+		}
+	} else if err != nil {
+		return fmt.Errorf("reading namespace %s: %w", SyncerNamespace, err)
+	}
+	if err := createIfMissing("ServiceAccount", func() error {
+		_, err := kube.CoreV1().ServiceAccounts(SyncerNamespace).Get(ctx, SyncerServiceAccount, metav1.GetOptions{})
+		return err
+	}, func() error {
+		_, err := kube.CoreV1().ServiceAccounts(SyncerNamespace).Create(ctx, &corev1.ServiceAccount{
+			ObjectMeta: metav1.ObjectMeta{Name: SyncerServiceAccount},
+		}, metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return err
+	}
+	var token *corev1.Secret
+	if err := createIfMissing("token Secret", func() error {
+		var err error
+		token, err = kube.CoreV1().Secrets(SyncerNamespace).Get(ctx, SyncerTokenSecret, metav1.GetOptions{})
+		return err
+	}, func() error {
+		var err error
+		token, err = kube.CoreV1().Secrets(SyncerNamespace).Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:        SyncerTokenSecret,
+				Annotations: map[string]string{corev1.ServiceAccountNameKey: SyncerServiceAccount},
+			},
+			Type: corev1.SecretTypeServiceAccountToken,
+		}, metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return err
+	}
+
+	wantRole := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: SyncerClusterRole},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}},
+			{NonResourceURLs: []string{"*"}, Verbs: []string{"get"}},
+		},
+	}
+	roles := kube.RbacV1().ClusterRoles()
+	role, err := roles.Get(ctx, SyncerClusterRole, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		if _, err := roles.Create(ctx, wantRole, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating ClusterRole %s: %w", SyncerClusterRole, err)
+		}
+	case err != nil:
+		return fmt.Errorf("reading ClusterRole %s: %w", SyncerClusterRole, err)
+	case !equality.Semantic.DeepEqual(role.Rules, wantRole.Rules):
+		role.Rules = wantRole.Rules
+		if _, err := roles.Update(ctx, role, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("updating ClusterRole %s: %w", SyncerClusterRole, err)
+		}
+	}
+
+	wantBinding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: SyncerClusterRole},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: SyncerClusterRole},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: SyncerNamespace, Name: SyncerServiceAccount}},
+	}
+	crbs := kube.RbacV1().ClusterRoleBindings()
+	crb, err := crbs.Get(ctx, SyncerClusterRole, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		if _, err := crbs.Create(ctx, wantBinding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating ClusterRoleBinding %s: %w", SyncerClusterRole, err)
+		}
+	case err != nil:
+		return fmt.Errorf("reading ClusterRoleBinding %s: %w", SyncerClusterRole, err)
+	case !equality.Semantic.DeepEqual(crb.RoleRef, wantBinding.RoleRef) || !equality.Semantic.DeepEqual(crb.Subjects, wantBinding.Subjects):
+		// roleRef is immutable: replace the binding.
+		if err := crbs.Delete(ctx, SyncerClusterRole, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("replacing ClusterRoleBinding %s: %w", SyncerClusterRole, err)
+		}
+		return errNotYet
+	}
+
+	if token == nil || len(token.Data[corev1.ServiceAccountTokenKey]) == 0 {
+		return errNotYet // kcp fills the token in shortly
+	}
+	return nil
+}
+
+// createIfMissing calls create when get finds nothing.
+func createIfMissing(what string, get, create func() error) error {
+	err := get()
+	if apierrors.IsNotFound(err) {
+		err = create()
+		if apierrors.IsAlreadyExists(err) {
+			err = get()
+		}
+		if err != nil {
+			return fmt.Errorf("creating %s: %w", what, err)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", what, err)
+	}
+	return nil
+}

@@ -1,0 +1,325 @@
+// Package mailbox is the mailbox controller. It reconciles every SyncTarget, in any inventory
+// workspace that binds edge.kcp.io, into a mailbox workspace under the ESPW, named
+// <inventory logical cluster>-mb-<SyncTarget UID>, that holds the APIBindings its syncer needs and
+// a syncer identity (ServiceAccount, token Secret, ClusterRole, ClusterRoleBinding) good for that
+// mailbox alone. It reports in the SyncTarget's status (mailbox path, MailboxReady, SyncerReady
+// from the heartbeat Lease the syncer renews in the mailbox), and deletes mailboxes whose
+// SyncTarget is gone, also those left behind while it was not running.
+//
+// It sees SyncTargets and heartbeat Leases of every workspace through the virtual workspace of the
+// APIExport edge.kcp.io (Leases through a permission claim that only mailbox bindings accept),
+// and the mailbox workspaces with a watch on the ESPW: one watch each, however many edge clusters.
+package mailbox
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
+	kcpdynamic "github.com/kcp-dev/client-go/dynamic"
+	kcpdynamicinformer "github.com/kcp-dev/client-go/dynamic/dynamicinformer"
+	kcpkubernetesclientset "github.com/kcp-dev/client-go/kubernetes"
+	tenancyv1alpha1 "github.com/kcp-dev/kcp/sdk/apis/tenancy/v1alpha1"
+	kcpclientset "github.com/kcp-dev/kcp/sdk/client/clientset/versioned/cluster"
+	"github.com/kcp-dev/logicalcluster/v3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+)
+
+// ControllerName names the controller in logs, metrics and --controllers.
+const ControllerName = "mailbox"
+
+// HeartbeatGracePeriod is how long after the last heartbeat SyncerReady turns Unknown.
+const HeartbeatGracePeriod = 40 * time.Second
+
+// heartbeatRecordInterval bounds how often a healthy syncer's heartbeat is copied into
+// status.lastSyncerHeartbeatTime, so that a fleet of heartbeats does not become a stream of
+// status writes; SyncerReady itself changes as soon as the heartbeat goes stale.
+const heartbeatRecordInterval = 2 * time.Minute
+
+// resyncPeriod is how often the informers replay their caches; nothing depends on it.
+const resyncPeriod = 10 * time.Minute
+
+var (
+	syncTargetsGVR = edgev1alpha1.SchemeGroupVersion.WithResource("synctargets")
+	leasesGVR      = schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
+)
+
+// Index names.
+const (
+	byClusterUID     = "byClusterUID"     // SyncTargets by <logical cluster>|<uid>
+	byMailboxCluster = "byMailboxCluster" // mailbox workspaces by their logical cluster
+)
+
+// Config is what the controller needs.
+type Config struct {
+	// ESPW is the path of the edge service provider workspace, parent of the mailboxes.
+	ESPW logicalcluster.Path
+	// KCP and Kube reach any workspace by path (built from the admin config's base URL).
+	KCP  kcpclientset.ClusterInterface
+	Kube kcpkubernetesclientset.ClusterInterface
+	// EdgeVW reaches the virtual workspace of the APIExport edge.kcp.io.
+	EdgeVW kcpdynamic.ClusterInterface
+	// Workers is the number of reconciles at once.
+	Workers int
+}
+
+// Controller is the mailbox controller. Create it with NewController and run it with Start.
+type Controller struct {
+	cfg   Config
+	queue workqueue.TypedRateLimitingInterface[queueKey]
+
+	syncTargets cache.SharedIndexInformer
+	leases      cache.SharedIndexInformer
+	mailboxes   cache.SharedIndexInformer
+
+	// contentsReady records the mailboxes (by workspace UID) whose contents were made complete
+	// by this process, so that heartbeats do not cost reads in the mailbox.
+	contentsMu    sync.Mutex
+	contentsReady map[types.UID]bool
+
+	// now is the clock, replaced in tests.
+	now func() time.Time
+}
+
+// queueKey is what the queue holds: a SyncTarget to reconcile, or a mailbox workspace to check
+// for an owner.
+type queueKey struct {
+	// syncTarget is the cluster-aware key <cluster>|<name> of a SyncTarget.
+	syncTarget string
+	// mailbox is the name of a mailbox workspace in the ESPW.
+	mailbox string
+}
+
+// NewController builds the controller and its informers.
+func NewController(cfg Config) (*Controller, error) {
+	if cfg.Workers <= 0 {
+		cfg.Workers = 8
+	}
+	c := &Controller{
+		cfg: cfg,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[queueKey](),
+			workqueue.TypedRateLimitingQueueConfig[queueKey]{Name: ControllerName}),
+		contentsReady: map[types.UID]bool{},
+		now:           time.Now,
+	}
+
+	c.syncTargets = kcpdynamicinformer.NewFilteredDynamicInformer(cfg.EdgeVW, syncTargetsGVR, resyncPeriod,
+		cache.Indexers{
+			kcpcache.ClusterIndexName: kcpcache.ClusterIndexFunc,
+			byClusterUID: func(obj any) ([]string, error) {
+				m, err := metaOf(obj)
+				if err != nil {
+					return nil, err
+				}
+				return []string{logicalcluster.From(m).String() + "|" + string(m.GetUID())}, nil
+			},
+		}, nil).Informer()
+	c.leases = kcpdynamicinformer.NewFilteredDynamicInformer(cfg.EdgeVW, leasesGVR, resyncPeriod,
+		cache.Indexers{kcpcache.ClusterIndexName: kcpcache.ClusterIndexFunc},
+		func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + HeartbeatLease }).Informer()
+
+	workspaces := cfg.KCP.Cluster(cfg.ESPW).TenancyV1alpha1().Workspaces()
+	mailboxSelector := labels.SelectorFromSet(labels.Set{LabelMailbox: "true"}).String()
+	c.mailboxes = cache.NewSharedIndexInformer(&cache.ListWatch{
+		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = mailboxSelector
+			return workspaces.List(context.Background(), o)
+		},
+		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = mailboxSelector
+			return workspaces.Watch(context.Background(), o)
+		},
+	}, &tenancyv1alpha1.Workspace{}, resyncPeriod, cache.Indexers{
+		byMailboxCluster: func(obj any) ([]string, error) {
+			ws, ok := obj.(*tenancyv1alpha1.Workspace)
+			if !ok || ws.Spec.Cluster == "" {
+				return nil, nil
+			}
+			return []string{ws.Spec.Cluster}, nil
+		},
+	})
+
+	if _, err := c.syncTargets.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueSyncTarget,
+		UpdateFunc: func(_, obj any) { c.enqueueSyncTarget(obj) },
+		DeleteFunc: c.syncTargetDeleted,
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := c.leases.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueLeaseOwner,
+		UpdateFunc: func(_, obj any) { c.enqueueLeaseOwner(obj) },
+		DeleteFunc: c.enqueueLeaseOwner,
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := c.mailboxes.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueMailbox,
+		UpdateFunc: func(_, obj any) { c.enqueueMailbox(obj) },
+		DeleteFunc: c.enqueueMailbox,
+	}); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func metaOf(obj any) (metav1.Object, error) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return nil, fmt.Errorf("unexpected object %T", obj)
+	}
+	return m, nil
+}
+
+func (c *Controller) enqueueSyncTarget(obj any) {
+	key, err := kcpcache.DeletionHandlingMetaClusterNamespaceKeyFunc(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	c.queue.Add(queueKey{syncTarget: key})
+}
+
+// syncTargetDeleted queues the SyncTarget's mailbox for the orphan check.
+func (c *Controller) syncTargetDeleted(obj any) {
+	m, err := metaOf(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	c.queue.Add(queueKey{mailbox: WorkspaceName(logicalcluster.From(m), m.GetUID())})
+}
+
+// enqueueLeaseOwner queues the SyncTarget whose mailbox holds the heartbeat Lease.
+func (c *Controller) enqueueLeaseOwner(obj any) {
+	m, err := metaOf(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	wss, err := c.mailboxes.GetIndexer().ByIndex(byMailboxCluster, logicalcluster.From(m).String())
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	for _, o := range wss {
+		c.enqueueMailboxOwner(o.(*tenancyv1alpha1.Workspace))
+	}
+}
+
+// enqueueMailbox queues a mailbox workspace for the orphan check, and its SyncTarget.
+func (c *Controller) enqueueMailbox(obj any) {
+	m, err := metaOf(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	c.queue.Add(queueKey{mailbox: m.GetName()})
+	if ws, ok := m.(*tenancyv1alpha1.Workspace); ok {
+		c.enqueueMailboxOwner(ws)
+	}
+}
+
+func (c *Controller) enqueueMailboxOwner(ws *tenancyv1alpha1.Workspace) {
+	cluster, name := ws.Annotations[AnnotationSyncTargetCluster], ws.Annotations[AnnotationSyncTargetName]
+	if cluster != "" && name != "" {
+		c.queue.Add(queueKey{syncTarget: kcpcache.ToClusterAwareKey(cluster, "", name)})
+	}
+}
+
+// Start runs the informers and workers until ctx ends. It returns an error if the informers do
+// not sync, which means kcp or the ESPW cannot be reached.
+func (c *Controller) Start(ctx context.Context) error {
+	logger := klog.FromContext(ctx).WithValues("controller", ControllerName)
+	ctx = klog.NewContext(ctx, logger)
+	defer utilruntime.HandleCrash()
+	defer c.queue.ShutDown()
+
+	go c.syncTargets.Run(ctx.Done())
+	go c.leases.Run(ctx.Done())
+	go c.mailboxes.Run(ctx.Done())
+	logger.Info("waiting for caches", "espw", c.cfg.ESPW)
+	if !cache.WaitForCacheSync(ctx.Done(), c.syncTargets.HasSynced, c.leases.HasSynced, c.mailboxes.HasSynced) {
+		return fmt.Errorf("%s controller: caches did not sync (is the ESPW %s reachable and initialised?)", ControllerName, c.cfg.ESPW)
+	}
+	logger.Info("caches synced; starting workers", "workers", c.cfg.Workers)
+	// Mailboxes left behind while the controller was away are found by the informer's initial
+	// list: every mailbox workspace was queued for the orphan check.
+	var wg sync.WaitGroup
+	for range c.cfg.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c.processNext(ctx) {
+			}
+		}()
+	}
+	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
+	return nil
+}
+
+// HasSynced says whether the informers have synced, for readiness.
+func (c *Controller) HasSynced() bool {
+	return c.syncTargets.HasSynced() && c.leases.HasSynced() && c.mailboxes.HasSynced()
+}
+
+func (c *Controller) processNext(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	logger := klog.FromContext(ctx)
+	var err error
+	var requeueAfter time.Duration
+	if key.mailbox != "" {
+		logger = logger.WithValues("mailbox", key.mailbox)
+		err = c.checkOrphan(klog.NewContext(ctx, logger), key.mailbox)
+	} else {
+		logger = logger.WithValues("key", key.syncTarget)
+		requeueAfter, err = c.reconcileKey(klog.NewContext(ctx, logger), key.syncTarget)
+	}
+	if err != nil {
+		logger.Error(err, "reconcile failed; will retry")
+		c.queue.AddRateLimited(key)
+		return true
+	}
+	c.queue.Forget(key)
+	if requeueAfter > 0 {
+		c.queue.AddAfter(key, requeueAfter)
+	}
+	return true
+}
+
+// reconcileKey reconciles the SyncTarget with the given cluster-aware key.
+func (c *Controller) reconcileKey(ctx context.Context, key string) (time.Duration, error) {
+	obj, exists, err := c.syncTargets.GetIndexer().GetByKey(key)
+	if err != nil || !exists {
+		return 0, err // a deleted SyncTarget's mailbox goes through the orphan check
+	}
+	u := obj.(*unstructured.Unstructured)
+	st := &edgev1alpha1.SyncTarget{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, st); err != nil {
+		return 0, fmt.Errorf("decoding SyncTarget %s: %w", key, err)
+	}
+	return c.reconcile(ctx, logicalcluster.From(u), st)
+}

@@ -1,0 +1,157 @@
+package mailbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1alpha1 "github.com/kcp-dev/kcp/sdk/apis/core/v1alpha1"
+	tenancyv1alpha1 "github.com/kcp-dev/kcp/sdk/apis/tenancy/v1alpha1"
+	"github.com/kcp-dev/logicalcluster/v3"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/klog/v2"
+
+	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+)
+
+// reconcile brings one SyncTarget's mailbox into being and reports on it and on its syncer. It
+// returns when to look again without any event (to notice a heartbeat going stale).
+func (c *Controller) reconcile(ctx context.Context, cluster logicalcluster.Name, st *edgev1alpha1.SyncTarget) (time.Duration, error) {
+	logger := klog.FromContext(ctx)
+	if st.DeletionTimestamp != nil {
+		return 0, nil
+	}
+	status := st.Status.DeepCopy()
+	name := WorkspaceName(cluster, st.UID)
+	path := c.cfg.ESPW.Join(name)
+
+	ws, err := c.ensureWorkspace(ctx, cluster, st, name)
+	var invalid *invalidNameError
+	switch {
+	case errors.As(err, &invalid):
+		setCondition(status, edgev1alpha1.SyncTargetMailboxReady, metav1.ConditionFalse, edgev1alpha1.ReasonInvalidName, invalid.Error())
+		return 0, c.writeStatus(ctx, cluster, st, status)
+	case err != nil:
+		setCondition(status, edgev1alpha1.SyncTargetMailboxReady, metav1.ConditionFalse, edgev1alpha1.ReasonMailboxError, err.Error())
+		return 0, errors.Join(err, c.writeStatus(ctx, cluster, st, status))
+	}
+	status.MailboxWorkspace = path.String()
+	if ws.Status.Phase != corev1alpha1.LogicalClusterPhaseReady || ws.Spec.Cluster == "" {
+		setCondition(status, edgev1alpha1.SyncTargetMailboxReady, metav1.ConditionFalse, edgev1alpha1.ReasonMailboxCreating,
+			fmt.Sprintf("waiting for mailbox workspace %s to be ready (phase %q)", path, ws.Status.Phase))
+		return 0, c.writeStatus(ctx, cluster, st, status) // the workspace's events bring it back
+	}
+	status.MailboxCluster = ws.Spec.Cluster
+
+	if !c.isContentsReady(ws.UID) {
+		if err := c.ensureContents(ctx, path); errors.Is(err, errNotYet) {
+			setCondition(status, edgev1alpha1.SyncTargetMailboxReady, metav1.ConditionFalse, edgev1alpha1.ReasonMailboxCreating,
+				fmt.Sprintf("setting up mailbox workspace %s: waiting for its APIBindings and the syncer's token", path))
+			return notYetRecheck, c.writeStatus(ctx, cluster, st, status)
+		} else if err != nil {
+			setCondition(status, edgev1alpha1.SyncTargetMailboxReady, metav1.ConditionFalse, edgev1alpha1.ReasonMailboxError,
+				fmt.Sprintf("setting up mailbox %s: %v", path, err))
+			return 0, errors.Join(err, c.writeStatus(ctx, cluster, st, status))
+		}
+		c.setContentsReady(ws.UID, true)
+		logger.V(2).Info("mailbox ready", "mailbox", path)
+	}
+	setCondition(status, edgev1alpha1.SyncTargetMailboxReady, metav1.ConditionTrue, edgev1alpha1.ReasonMailboxReady,
+		fmt.Sprintf("mailbox workspace %s is ready for the syncer", path))
+
+	recheck := c.syncerStatus(status, c.heartbeat(logicalcluster.Name(ws.Spec.Cluster)))
+	return recheck, c.writeStatus(ctx, cluster, st, status)
+}
+
+// notYetRecheck is when to look again at a mailbox that is being set up.
+const notYetRecheck = time.Second
+
+// invalidNameError says that no workspace can be named for a SyncTarget.
+type invalidNameError struct{ msg string }
+
+func (e *invalidNameError) Error() string { return e.msg }
+
+// ensureWorkspace returns the mailbox workspace, creating it if it is missing.
+func (c *Controller) ensureWorkspace(ctx context.Context, cluster logicalcluster.Name, st *edgev1alpha1.SyncTarget, name string) (*tenancyv1alpha1.Workspace, error) {
+	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+		return nil, &invalidNameError{fmt.Sprintf("the mailbox workspace name %q, made of the inventory workspace's logical cluster %q and the SyncTarget's UID, is not a valid workspace name: %v",
+			name, cluster, errs)}
+	}
+	if obj, exists, err := c.mailboxes.GetIndexer().GetByKey(name); err != nil {
+		return nil, err
+	} else if exists {
+		return obj.(*tenancyv1alpha1.Workspace), nil
+	}
+	ws := &tenancyv1alpha1.Workspace{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   name,
+			Labels: map[string]string{LabelMailbox: "true"},
+			Annotations: map[string]string{
+				AnnotationSyncTargetCluster: cluster.String(),
+				AnnotationSyncTargetName:    st.Name,
+				AnnotationSyncTargetUID:     string(st.UID),
+			},
+		},
+	}
+	klog.FromContext(ctx).Info("creating mailbox workspace", "mailbox", c.cfg.ESPW.Join(name))
+	created, err := c.cfg.KCP.Cluster(c.cfg.ESPW).TenancyV1alpha1().Workspaces().Create(ctx, ws, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return c.cfg.KCP.Cluster(c.cfg.ESPW).TenancyV1alpha1().Workspaces().Get(ctx, name, metav1.GetOptions{})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("creating mailbox workspace %s in %s: %w", name, c.cfg.ESPW, err)
+	}
+	return created, nil
+}
+
+func (c *Controller) isContentsReady(uid types.UID) bool {
+	c.contentsMu.Lock()
+	defer c.contentsMu.Unlock()
+	return c.contentsReady[uid]
+}
+
+func (c *Controller) setContentsReady(uid types.UID, ready bool) {
+	c.contentsMu.Lock()
+	defer c.contentsMu.Unlock()
+	if ready {
+		c.contentsReady[uid] = true
+	} else {
+		delete(c.contentsReady, uid)
+	}
+}
+
+// writeStatus writes the SyncTarget's status through the virtual workspace if it changed.
+func (c *Controller) writeStatus(ctx context.Context, cluster logicalcluster.Name, st *edgev1alpha1.SyncTarget, status *edgev1alpha1.SyncTargetStatus) error {
+	if equality.Semantic.DeepEqual(&st.Status, status) {
+		return nil
+	}
+	updated := st.DeepCopy()
+	updated.Status = *status
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(updated)
+	if err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{Object: raw}
+	u.SetAPIVersion(edgev1alpha1.SchemeGroupVersion.String())
+	u.SetKind("SyncTarget")
+	_, err = c.cfg.EdgeVW.Cluster(cluster.Path()).Resource(syncTargetsGVR).UpdateStatus(ctx, u, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil // gone, or changed meanwhile: the change's event brings it back
+	}
+	if err != nil {
+		return fmt.Errorf("updating status of SyncTarget %s|%s: %w", cluster, st.Name, err)
+	}
+	return nil
+}
+
+func setCondition(status *edgev1alpha1.SyncTargetStatus, condType string, s metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: condType, Status: s, Reason: reason, Message: message})
+}

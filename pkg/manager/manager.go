@@ -1,0 +1,268 @@
+// Package manager runs edge-mc's center controllers in one process: edge-controller-manager. It
+// connects to kcp with an admin kubeconfig, waits (with backoff, saying why) until the ESPW serves
+// edge-mc's APIExports, elects a leader among its replicas with a Lease in the ESPW, runs the
+// selected controllers, and serves /healthz, /readyz and Prometheus /metrics.
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	kcpdynamic "github.com/kcp-dev/client-go/dynamic"
+	kcpkubernetesclientset "github.com/kcp-dev/client-go/kubernetes"
+	kcpclientset "github.com/kcp-dev/kcp/sdk/client/clientset/versioned/cluster"
+	"github.com/kcp-dev/logicalcluster/v3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/component-base/metrics/legacyregistry"
+	_ "k8s.io/component-base/metrics/prometheus/clientgo" // client-go request metrics
+	_ "k8s.io/component-base/metrics/prometheus/workqueue" // workqueue metrics
+	"k8s.io/klog/v2"
+
+	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/mailbox"
+	"github.com/kcp-dev/edge-mc/pkg/workspaces"
+)
+
+// Controllers are the names accepted by --controllers, with whether this version has them.
+var Controllers = map[string]bool{
+	mailbox.ControllerName: true,
+	"scheduler":            false,
+	"placement-translator": false,
+	"status-summarizer":    false,
+}
+
+// Options configure the manager.
+type Options struct {
+	// Config reaches kcp with admin rights (any workspace path in it is ignored).
+	Config *rest.Config
+	// ESPW is the edge service provider workspace.
+	ESPW logicalcluster.Path
+	// Controllers to run.
+	Controllers []string
+	// Workers per controller.
+	Workers int
+	// HTTPAddress serves /healthz, /readyz and /metrics.
+	HTTPAddress string
+	// LeaderElect turns on leader election among replicas.
+	LeaderElect bool
+	// LeaderElectionID names the election's Lease in the ESPW's default namespace.
+	LeaderElectionID string
+	// Identity names this replica in the election.
+	Identity string
+}
+
+// ValidateControllers checks the names given to --controllers.
+func ValidateControllers(names []string) error {
+	var known []string
+	for n := range Controllers {
+		known = append(known, n)
+	}
+	sort.Strings(known)
+	for _, n := range names {
+		available, ok := Controllers[n]
+		switch {
+		case !ok:
+			return fmt.Errorf("unknown controller %q: the controllers are %s", n, strings.Join(known, ", "))
+		case !available:
+			return fmt.Errorf("controller %q is not in this version of edge-controller-manager yet", n)
+		}
+	}
+	if len(names) == 0 {
+		return errors.New("no controllers selected")
+	}
+	return nil
+}
+
+// Run runs the manager until ctx ends.
+func Run(ctx context.Context, o Options) error {
+	logger := klog.FromContext(ctx)
+	if err := ValidateControllers(o.Controllers); err != nil {
+		return err
+	}
+	base, _ := workspaces.Split(o.Config)
+	base.UserAgent = "edge-controller-manager"
+	if base.QPS == 0 {
+		base.QPS, base.Burst = 200, 400
+	}
+	kcp, err := kcpclientset.NewForConfig(base)
+	if err != nil {
+		return err
+	}
+	kube, err := kcpkubernetesclientset.NewForConfig(base)
+	if err != nil {
+		return err
+	}
+
+	var ready atomic.Pointer[string]
+	notReady := "waiting for the ESPW"
+	ready.Store(&notReady)
+	srv, err := serveHTTP(o.HTTPAddress, &ready)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+
+	vwURL, err := waitForESPW(ctx, kcp, o.ESPW, func(why string) { ready.Store(&why) })
+	if err != nil {
+		return err
+	}
+	vwConfig := rest.CopyConfig(base)
+	vwConfig.Host = vwURL
+	edgeVW, err := kcpdynamic.NewForConfig(vwConfig)
+	if err != nil {
+		return err
+	}
+	logger.Info("ESPW is ready", "espw", o.ESPW, "virtualWorkspace", vwURL)
+
+	var controllers []runnable
+	for _, name := range o.Controllers {
+		switch name {
+		case mailbox.ControllerName:
+			c, err := mailbox.NewController(mailbox.Config{ESPW: o.ESPW, KCP: kcp, Kube: kube, EdgeVW: edgeVW, Workers: o.Workers})
+			if err != nil {
+				return err
+			}
+			controllers = append(controllers, runnable{name: name, start: c.Start, synced: c.HasSynced})
+		}
+	}
+
+	runControllers := func(ctx context.Context) {
+		var wg sync.WaitGroup
+		for _, c := range controllers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := c.start(ctx); err != nil {
+					logger.Error(err, "controller stopped", "controller", c.name)
+				}
+			}()
+		}
+		go func() {
+			_ = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(context.Context) (bool, error) {
+				for _, c := range controllers {
+					if !c.synced() {
+						return false, nil
+					}
+				}
+				return true, nil
+			})
+			if ctx.Err() == nil {
+				ready.Store(nil)
+				logger.Info("controllers running", "controllers", o.Controllers)
+			}
+		}()
+		wg.Wait()
+	}
+
+	if !o.LeaderElect {
+		runControllers(ctx)
+		return nil
+	}
+	standby := "standing by: another replica leads"
+	ready.Store(&standby)
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, "default", o.LeaderElectionID,
+		kube.Cluster(o.ESPW).CoreV1(), kube.Cluster(o.ESPW).CoordinationV1(),
+		resourcelock.ResourceLockConfig{Identity: o.Identity})
+	if err != nil {
+		return err
+	}
+	leaderCtx, stopLeading := context.WithCancel(ctx)
+	defer stopLeading()
+	leaderelection.RunOrDie(leaderCtx, leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   15 * time.Second,
+		RenewDeadline:   10 * time.Second,
+		RetryPeriod:     2 * time.Second,
+		ReleaseOnCancel: true,
+		Name:            o.LeaderElectionID,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				logger.Info("leading", "identity", o.Identity)
+				runControllers(ctx)
+			},
+			OnStoppedLeading: func() {
+				logger.Info("stopped leading", "identity", o.Identity)
+				stopLeading()
+			},
+		},
+	})
+	if ctx.Err() == nil {
+		// Lost the lease while the process goes on: stop, so that a restart stands by cleanly
+		// rather than two replicas acting at once.
+		return errors.New("lost the leader election")
+	}
+	return nil
+}
+
+type runnable struct {
+	name   string
+	start  func(context.Context) error
+	synced func() bool
+}
+
+// waitForESPW waits, with backoff, until the ESPW serves the APIExport edge.kcp.io and its
+// virtual workspace URL is known, reporting why not through notReady, and returns the URL.
+func waitForESPW(ctx context.Context, kcp kcpclientset.ClusterInterface, espw logicalcluster.Path, notReady func(string)) (string, error) {
+	logger := klog.FromContext(ctx)
+	var url string
+	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.2, Steps: 1 << 30, Cap: 30 * time.Second}
+	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
+		slice, err := kcp.Cluster(espw).ApisV1alpha1().APIExportEndpointSlices().Get(ctx, edgev1alpha1.EdgeAPIExportName, metav1.GetOptions{})
+		if err != nil {
+			why := fmt.Sprintf("cannot read the APIExportEndpointSlice %s in the ESPW %s (is kcp reachable, and has 'kubectl edge init --espw %s' run?): %v",
+				edgev1alpha1.EdgeAPIExportName, espw, espw, err)
+			logger.Error(nil, why)
+			notReady(why)
+			return false, nil
+		}
+		if len(slice.Status.APIExportEndpoints) == 0 {
+			why := fmt.Sprintf("the APIExport %s in %s has no virtual workspace endpoint yet", edgev1alpha1.EdgeAPIExportName, espw)
+			logger.Info(why)
+			notReady(why)
+			return false, nil
+		}
+		url = slice.Status.APIExportEndpoints[0].URL
+		return true, nil
+	})
+	return url, err
+}
+
+// serveHTTP serves /healthz (the process lives), /readyz (the controllers' caches synced, or why
+// not) and /metrics.
+func serveHTTP(address string, notReady *atomic.Pointer[string]) (*http.Server, error) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if why := notReady.Load(); why != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(*why))
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	mux.Handle("/metrics", legacyregistry.Handler())
+	l, err := net.Listen("tcp", address)
+	if err != nil {
+		return nil, fmt.Errorf("serving health and metrics on %s: %w", address, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintf(os.Stderr, "http server: %v\n", err)
+		}
+	}()
+	return srv, nil
+}
