@@ -92,8 +92,9 @@ lint: ## go vet and gofmt.
 	@echo ">> go vet and gofmt are clean"
 
 .PHONY: test-unit
-test-unit: ## Unit tests (no servers needed).
+test-unit: ## Unit tests (no servers needed), including the workload-kinds schema generator.
 	$(GO) test -race $$($(GO) list ./... | grep -v /test/)
+	cd hack/tools/kube && GOFLAGS=$(GOFLAGS_TOOLS) $(GO) test ./workload-crds/
 
 .PHONY: test-e2e
 test-e2e: $(KCP) build ## End-to-end tests against a real kcp started by the test harness.

@@ -21,6 +21,7 @@ func newEnsureCommand(o *Options) *cobra.Command {
 		newEnsureWorkspaceCommand(o, "wmw", "workload management workspace",
 			"binds edge.kcp.io and workloads.edge.kcp.io, so that it can hold EdgePlacements, Customizers\nand workload objects such as Deployments and Services",
 			edgev1alpha1.EdgeAPIExportName, edgev1alpha1.WorkloadsAPIExportName),
+		newEnsureLocationCommand(o),
 	)
 	return cmd
 }

@@ -36,7 +36,10 @@ func NewCommand(streams genericclioptions.IOStreams) *cobra.Command {
 		ErrOut: streams.ErrOut,
 	}
 	cmd := &cobra.Command{
-		Use:   "kubectl edge",
+		Use: "edge",
+		Annotations: map[string]string{
+			cobra.CommandDisplayNameAnnotation: "kubectl edge",
+		},
 		Short: "Manage edge-mc: the edge service provider workspace, inventory and workload workspaces",
 		Long: `kubectl edge manages edge-mc, a kcp-based service that places workloads on fleets of edge
 Kubernetes clusters. It talks to kcp with your kubeconfig, as kubectl does (--kubeconfig, --context).`,
@@ -47,9 +50,9 @@ Kubernetes clusters. It talks to kcp with your kubeconfig, as kubectl does (--ku
 	cmd.SetErr(streams.ErrOut)
 	o.Config.AddFlags(cmd.PersistentFlags())
 	cmd.PersistentFlags().StringVar(&o.ESPW, "espw", edgev1alpha1.DefaultESPW, "path of the edge service provider workspace")
-	cmd.PersistentFlags().DurationVar(&o.Timeout, "timeout", workspaces.DefaultTimeout, "how long to wait for each workspace or binding to become ready")
+	cmd.PersistentFlags().DurationVar(&o.Timeout, "timeout", workspaces.DefaultTimeout, "how long to wait for workspaces, bindings and mailboxes to become ready")
 
-	cmd.AddCommand(newInitCommand(o), newEnsureCommand(o))
+	cmd.AddCommand(newInitCommand(o), newEnsureCommand(o), newRemoveCommand(o), newPrepForSyncerCommand(o))
 	return cmd
 }
 

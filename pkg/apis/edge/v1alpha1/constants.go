@@ -47,6 +47,9 @@ const (
 	AnnotationExecutingCount = "edge.kcp.io/executing-count"
 	// LabelPlacement on a SinglePlacementSlice names its EdgePlacement.
 	LabelPlacement = "edge.kcp.io/placement"
+	// LabelSyncTarget on a SyncTarget is its own name, so that a Location's instanceSelector
+	// can select exactly that SyncTarget (kubectl edge ensure location sets both).
+	LabelSyncTarget = "edge.kcp.io/synctarget"
 )
 
 // Names of the APIExports in the edge service provider workspace.

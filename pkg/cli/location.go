@@ -1,0 +1,471 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/kcp-dev/logicalcluster/v3"
+	"github.com/spf13/cobra"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
+
+	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/workspaces"
+)
+
+var (
+	syncTargetsGVR = edgev1alpha1.SchemeGroupVersion.WithResource("synctargets")
+	locationsGVR   = edgev1alpha1.SchemeGroupVersion.WithResource("locations")
+)
+
+func newEnsureLocationCommand(o *Options) *cobra.Command {
+	var imw string
+	cmd := &cobra.Command{
+		Use:   "location <name> [key=value ...] [key- ...] --imw <workspace path>",
+		Short: "Make sure a Location and its SyncTarget exist in an inventory workspace, with the given labels",
+		Long: `ensure location makes sure the inventory management workspace --imw holds a SyncTarget and a
+Location of the given name, one per edge cluster: the SyncTarget describes the cluster and gets
+a mailbox workspace and a syncer identity from the mailbox controller; the Location's
+instanceSelector selects exactly that SyncTarget (by its label ` + edgev1alpha1.LabelSyncTarget + `=<name>).
+
+Each key=value argument sets a label on both objects, and each key- removes one. Labels already
+on the objects and not named here are kept, so that a later run can add or change one label
+without repeating the others. EdgePlacements select Locations by their labels, and workloads
+are customised with the SyncTarget's labels.
+
+Run again with the same arguments, it changes nothing. The name must be a DNS-1123 subdomain of
+at most 63 characters (lower-case letters, digits, '-' and '.'). Run "kubectl edge ensure imw"
+first. Next, run "kubectl edge prep-for-syncer <name> --imw ..." to install the syncer in the
+edge cluster.`,
+		Example: `  kubectl edge ensure location edge-1 env=prod region=eu-west --imw root:imw
+  kubectl edge ensure location edge-1 env=staging region- --imw root:imw   # change env, drop region`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := o.context(cmd)
+			defer cancel()
+			name := args[0]
+			if err := validateLocationName(name); err != nil {
+				return err
+			}
+			changes, err := parseLabelArgs(args[1:])
+			if err != nil {
+				return err
+			}
+			inv, err := o.inventory(ctx, imw)
+			if err != nil {
+				return err
+			}
+			return ensureLocation(ctx, inv, name, changes, o.Out)
+		},
+	}
+	o.addIMWFlag(cmd, &imw)
+	return cmd
+}
+
+// ensureLocation makes sure the SyncTarget and the Location of the given name exist in the
+// inventory workspace, with the label changes made on both, and says what it did on out.
+func ensureLocation(ctx context.Context, inv *inventoryClients, name string, changes labelChanges, out io.Writer) error {
+	result, err := ensureObject(ctx, inv.syncTargets, syncTargetsGVR.GroupResource(), name, func() (*unstructured.Unstructured, error) {
+		return newUnstructured(&edgev1alpha1.SyncTarget{
+			TypeMeta:   metav1.TypeMeta{APIVersion: edgev1alpha1.SchemeGroupVersion.String(), Kind: "SyncTarget"},
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+		})
+	}, func(u *unstructured.Unstructured) string {
+		labels := changes.apply(u.GetLabels())
+		labels[edgev1alpha1.LabelSyncTarget] = name
+		return setLabels(u, labels)
+	})
+	if err != nil {
+		return fmt.Errorf("ensuring SyncTarget %s in %s: %w", name, inv.path, err)
+	}
+	fmt.Fprintf(out, "synctarget %s %s\n", name, result)
+
+	selector, err := toUnstructured(&edgev1alpha1.LocationSpec{InstanceSelector: instanceSelectorFor(name)})
+	if err != nil {
+		return err
+	}
+	result, err = ensureObject(ctx, inv.locations, locationsGVR.GroupResource(), name, func() (*unstructured.Unstructured, error) {
+		return newUnstructured(&edgev1alpha1.Location{
+			TypeMeta:   metav1.TypeMeta{APIVersion: edgev1alpha1.SchemeGroupVersion.String(), Kind: "Location"},
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+		})
+	}, func(u *unstructured.Unstructured) string {
+		changed := setLabels(u, changes.apply(u.GetLabels()))
+		old, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "instanceSelector")
+		if !apiequality.Semantic.DeepEqual(old, selector["instanceSelector"]) {
+			_ = unstructured.SetNestedField(u.Object, selector["instanceSelector"], "spec", "instanceSelector")
+			changed = joinChanges(changed, "instanceSelector")
+		}
+		return changed
+	})
+	if err != nil {
+		return fmt.Errorf("ensuring Location %s in %s: %w", name, inv.path, err)
+	}
+	fmt.Fprintf(out, "location %s %s\n", name, result)
+	return nil
+}
+
+func newRemoveCommand(o *Options) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "remove",
+		Short: "Make sure an inventory object is gone",
+	}
+	cmd.AddCommand(newRemoveLocationCommand(o))
+	return cmd
+}
+
+func newRemoveLocationCommand(o *Options) *cobra.Command {
+	var imw string
+	cmd := &cobra.Command{
+		Use:   "location <name> --imw <workspace path>",
+		Short: "Delete a Location and its SyncTarget from an inventory workspace",
+		Long: `remove location deletes the Location and the SyncTarget of the given name from the inventory
+management workspace --imw. The mailbox controller then deletes the SyncTarget's mailbox, and
+the edge cluster's syncer loses its access to the center. Objects already absent are fine: run
+again, it changes nothing.`,
+		Example: `  kubectl edge remove location edge-1 --imw root:imw`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := o.context(cmd)
+			defer cancel()
+			name := args[0]
+			if err := validateLocationName(name); err != nil {
+				return err
+			}
+			inv, err := o.inventory(ctx, imw)
+			if err != nil {
+				return err
+			}
+			for _, r := range []struct {
+				kind   string
+				client dynamic.ResourceInterface
+			}{{"location", inv.locations}, {"synctarget", inv.syncTargets}} {
+				err := r.client.Delete(ctx, name, metav1.DeleteOptions{})
+				switch {
+				case err == nil:
+					fmt.Fprintf(o.Out, "%s %s deleted\n", r.kind, name)
+				case apierrors.IsNotFound(err):
+					fmt.Fprintf(o.Out, "%s %s already absent\n", r.kind, name)
+				default:
+					return fmt.Errorf("deleting %s %s in %s: %w", r.kind, name, inv.path, err)
+				}
+			}
+			return nil
+		},
+	}
+	o.addIMWFlag(cmd, &imw)
+	return cmd
+}
+
+func (o *Options) addIMWFlag(cmd *cobra.Command, imw *string) {
+	cmd.Flags().StringVar(imw, "imw", "", "path of the inventory management workspace (e.g. root:imw); required")
+	_ = cmd.MarkFlagRequired("imw")
+}
+
+// validateLocationName checks the name of a Location and SyncTarget: a DNS-1123 subdomain that
+// is also a label value (it is the value of the label edge.kcp.io/synctarget).
+func validateLocationName(name string) error {
+	msgs := validation.IsDNS1123Subdomain(name)
+	msgs = append(msgs, validation.IsValidLabelValue(name)...)
+	if len(msgs) > 0 {
+		return fmt.Errorf("%q cannot name a location: use at most 63 lower-case letters, digits, '-' and '.', starting and ending with a letter or digit (%s)", name, strings.Join(dedupe(msgs), "; "))
+	}
+	return nil
+}
+
+// instanceSelectorFor selects exactly the SyncTarget of the given name.
+func instanceSelectorFor(name string) edgev1alpha1.LabelSelector {
+	return edgev1alpha1.LabelSelector{MatchLabels: map[string]string{edgev1alpha1.LabelSyncTarget: name}}
+}
+
+// inventoryClients reach the SyncTargets and Locations of one inventory workspace.
+type inventoryClients struct {
+	path        logicalcluster.Path
+	base        *rest.Config
+	syncTargets dynamic.ResourceInterface
+	locations   dynamic.ResourceInterface
+}
+
+// inventory checks that the workspace named by --imw exists and serves SyncTargets and Locations,
+// and returns clients for them.
+func (o *Options) inventory(ctx context.Context, imw string) (*inventoryClients, error) {
+	path, err := workspaces.ParsePath(imw)
+	if err != nil {
+		return nil, fmt.Errorf("--imw: %w", err)
+	}
+	kcp, base, err := o.kcpClient()
+	if err != nil {
+		return nil, err
+	}
+	cfg := workspaces.ConfigFor(base, path)
+	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	workspaceExists := func() (bool, error) {
+		parent, _ := path.Parent()
+		_, err := kcp.Cluster(parent).TenancyV1alpha1().Workspaces().Get(ctx, path.Base(), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	if err := checkInventoryWorkspace(disco, workspaceExists, path, o.ensureIMWHint(path)); err != nil {
+		return nil, err
+	}
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &inventoryClients{
+		path:        path,
+		base:        base,
+		syncTargets: client.Resource(syncTargetsGVR),
+		locations:   client.Resource(locationsGVR),
+	}, nil
+}
+
+// ensureIMWHint is the command that makes path an inventory workspace.
+func (o *Options) ensureIMWHint(path logicalcluster.Path) string {
+	hint := "kubectl edge ensure imw " + path.String()
+	if o.ESPW != "" && o.ESPW != edgev1alpha1.DefaultESPW {
+		hint += " --espw " + o.ESPW
+	}
+	return hint
+}
+
+// checkInventoryWorkspace asks the workspace's discovery whether it serves SyncTargets and
+// Locations. kcp v0.28.1 answers 403 for a workspace that does not exist (as for one the user
+// may not see), and an empty list of resources, not 404, when the workspace does not bind
+// edge.kcp.io. workspaceExists tells the first two apart where the user may read the parent.
+func checkInventoryWorkspace(disco discovery.DiscoveryInterface, workspaceExists func() (bool, error), path logicalcluster.Path, hint string) error {
+	resources, err := disco.ServerResourcesForGroupVersion(edgev1alpha1.SchemeGroupVersion.String())
+	switch {
+	case err == nil:
+	case apierrors.IsNotFound(err):
+		resources = &metav1.APIResourceList{}
+	case apierrors.IsForbidden(err):
+		if exists, existsErr := workspaceExists(); existsErr == nil && !exists {
+			return fmt.Errorf("workspace %s does not exist: create it with %q", path, hint)
+		}
+		return fmt.Errorf("workspace %s does not exist, or you may not use it (%v): create it with %q", path, err, hint)
+	default:
+		return fmt.Errorf("reaching workspace %s: %w", path, err)
+	}
+	served := map[string]bool{}
+	for _, r := range resources.APIResources {
+		served[r.Name] = true
+	}
+	switch {
+	case served[syncTargetsGVR.Resource] && served[locationsGVR.Resource]:
+		return nil
+	case len(resources.APIResources) == 0:
+		return fmt.Errorf("workspace %s does not bind the edge.kcp.io API, so it cannot hold Locations and SyncTargets: run %q", path, hint)
+	default:
+		return fmt.Errorf("workspace %s binds edge.kcp.io but does not serve both synctargets and locations; the binding may be to an old export: run %q", path, hint)
+	}
+}
+
+// ensureObject makes sure the object of the given name exists and that mutate has nothing more
+// to change on it. newObject gives the object to create when it is missing, before mutate;
+// mutate edits an object in place and says what it changed ("" for nothing). An object that
+// mutate leaves as it was is not written, so its resourceVersion stays. The result is
+// "created", "unchanged" or "updated (<what>)".
+func ensureObject(ctx context.Context, client dynamic.ResourceInterface, resource schema.GroupResource, name string,
+	newObject func() (*unstructured.Unstructured, error), mutate func(*unstructured.Unstructured) string) (string, error) {
+	var result string
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		existing, err := client.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			obj, err := newObject()
+			if err != nil {
+				return err
+			}
+			mutate(obj)
+			_, err = client.Create(ctx, obj, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				// Created by someone else since the Get: look again, as for a conflict.
+				return apierrors.NewConflict(resource, name, err)
+			}
+			result = "created"
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		obj := existing.DeepCopy()
+		changed := mutate(obj)
+		if changed == "" || apiequality.Semantic.DeepEqual(existing.Object, obj.Object) {
+			result = "unchanged"
+			return nil
+		}
+		_, err = client.Update(ctx, obj, metav1.UpdateOptions{})
+		result = "updated (" + changed + ")"
+		return err
+	})
+	return result, err
+}
+
+// labelChanges is what the label arguments of ensure location ask for: labels to set and keys
+// to remove, as with kubectl label.
+type labelChanges struct {
+	Set    map[string]string
+	Remove []string
+}
+
+// parseLabelArgs reads key=value (set) and key- (remove) arguments. Every key must be a
+// qualified name and every value a label value; a key may not be both set and removed, nor set
+// to two values, and the key edge.kcp.io/synctarget is kept for the SyncTarget's own name.
+func parseLabelArgs(args []string) (labelChanges, error) {
+	changes := labelChanges{Set: map[string]string{}}
+	removed := map[string]bool{}
+	for _, arg := range args {
+		var key, value string
+		remove := false
+		if k, v, found := strings.Cut(arg, "="); found {
+			key, value = k, v
+		} else if k, found := strings.CutSuffix(arg, "-"); found {
+			key, remove = k, true
+		} else {
+			return labelChanges{}, fmt.Errorf("%q is not a label argument: write key=value to set a label, or key- to remove one", arg)
+		}
+		if msgs := validation.IsQualifiedName(key); len(msgs) > 0 {
+			return labelChanges{}, fmt.Errorf("label %q: the key %q is not valid: %s", arg, key, strings.Join(msgs, "; "))
+		}
+		if key == edgev1alpha1.LabelSyncTarget {
+			return labelChanges{}, fmt.Errorf("label %q: the key %s is set by kubectl edge to the SyncTarget's name, so that the Location selects it; choose another key", arg, key)
+		}
+		if remove {
+			if _, set := changes.Set[key]; set {
+				return labelChanges{}, fmt.Errorf("label %q: the key %s is both set and removed", arg, key)
+			}
+			if !removed[key] {
+				removed[key] = true
+				changes.Remove = append(changes.Remove, key)
+			}
+			continue
+		}
+		if msgs := validation.IsValidLabelValue(value); len(msgs) > 0 {
+			return labelChanges{}, fmt.Errorf("label %q: the value %q is not valid: %s", arg, value, strings.Join(msgs, "; "))
+		}
+		if removed[key] {
+			return labelChanges{}, fmt.Errorf("label %q: the key %s is both set and removed", arg, key)
+		}
+		if old, set := changes.Set[key]; set && old != value {
+			return labelChanges{}, fmt.Errorf("label %q: the key %s is given two values, %q and %q", arg, key, old, value)
+		}
+		changes.Set[key] = value
+	}
+	sort.Strings(changes.Remove)
+	return changes, nil
+}
+
+// apply returns existing with the changes made; existing is not modified.
+func (c labelChanges) apply(existing map[string]string) map[string]string {
+	out := make(map[string]string, len(existing)+len(c.Set))
+	for k, v := range existing {
+		out[k] = v
+	}
+	for k, v := range c.Set {
+		out[k] = v
+	}
+	for _, k := range c.Remove {
+		delete(out, k)
+	}
+	return out
+}
+
+// setLabels gives u the labels and says which changed, e.g. "labels +env=prod -zone", or ""
+// when none did.
+func setLabels(u *unstructured.Unstructured, labels map[string]string) string {
+	diff := describeLabelChanges(u.GetLabels(), labels)
+	if diff == "" {
+		return ""
+	}
+	if len(labels) == 0 {
+		labels = nil // no empty map: it would differ from an absent one at the next comparison
+	}
+	u.SetLabels(labels)
+	return "labels " + diff
+}
+
+// describeLabelChanges lists, sorted by key, the labels that after adds (+k=v) or changes
+// (~k=v) with respect to before, and those it lacks (-k).
+func describeLabelChanges(before, after map[string]string) string {
+	keys := map[string]bool{}
+	for k := range before {
+		keys[k] = true
+	}
+	for k := range after {
+		keys[k] = true
+	}
+	sorted := make([]string, 0, len(keys))
+	for k := range keys {
+		sorted = append(sorted, k)
+	}
+	sort.Strings(sorted)
+	var parts []string
+	for _, k := range sorted {
+		old, had := before[k]
+		v, has := after[k]
+		switch {
+		case had && !has:
+			parts = append(parts, "-"+k)
+		case !had && has:
+			parts = append(parts, "+"+k+"="+v)
+		case old != v:
+			parts = append(parts, "~"+k+"="+v)
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+func joinChanges(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + ", " + b
+}
+
+// toUnstructured converts a typed object, or part of one, for the dynamic client; a status is
+// dropped, as it is not written with the object.
+func toUnstructured(obj any) (map[string]any, error) {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	delete(u, "status")
+	return u, nil
+}
+
+func newUnstructured(obj runtime.Object) (*unstructured.Unstructured, error) {
+	u, err := toUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	return &unstructured.Unstructured{Object: u}, nil
+}
+
+func dedupe(msgs []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, m := range msgs {
+		if !seen[m] {
+			seen[m] = true
+			out = append(out, m)
+		}
+	}
+	return out
+}
