@@ -103,6 +103,18 @@ test-e2e: $(KCP) build ## End-to-end tests against a real kcp started by the tes
 .PHONY: test
 test: tools lint verify-codegen test-unit test-e2e ## Everything CI runs: lint, codegen drift, unit and e2e tests.
 
+##@ Benchmarks
+
+BENCH_N ?= 1000
+
+.PHONY: bench
+bench: bench-mailboxes ## Run the benchmarks (each prints a table and writes JSON into _output/).
+
+.PHONY: bench-mailboxes
+bench-mailboxes: $(KCP) ## Mailbox controller: BENCH_N SyncTargets to MailboxReady vs. raw workspace creation, memory.
+	@mkdir -p _output
+	$(GO) run ./test/bench/mailboxes -n $(BENCH_N) -json _output/bench-mailboxes.json
+
 ##@ Try it
 
 .PHONY: demo

@@ -115,31 +115,51 @@ func Run(ctx context.Context, o Options) error {
 	}
 	defer srv.Close()
 
-	vwURL, err := waitForESPW(ctx, kcp, o.ESPW, func(why string) { ready.Store(&why) })
-	if err != nil {
+	if err := waitForESPW(ctx, kcp, o.ESPW, func(why string) { ready.Store(&why) }); err != nil {
 		return err
 	}
-	vwConfig := rest.CopyConfig(base)
-	vwConfig.Host = vwURL
-	edgeVW, err := kcpdynamic.NewForConfig(vwConfig)
-	if err != nil {
-		return err
-	}
-	logger.Info("ESPW is ready", "espw", o.ESPW, "virtualWorkspace", vwURL)
+	logger.Info("ESPW serves edge.kcp.io", "espw", o.ESPW)
 
-	var controllers []runnable
-	for _, name := range o.Controllers {
-		switch name {
-		case mailbox.ControllerName:
-			c, err := mailbox.NewController(mailbox.Config{ESPW: o.ESPW, KCP: kcp, Kube: kube, EdgeVW: edgeVW, Workers: o.Workers})
-			if err != nil {
-				return err
-			}
-			controllers = append(controllers, runnable{name: name, start: c.Start, synced: c.HasSynced})
+	// buildControllers waits for the virtual workspace of edge.kcp.io, which kcp publishes once
+	// some workspace binds the export, and builds the selected controllers on it. Until then
+	// there is nothing to do, and the manager says so while counting as ready.
+	buildControllers := func(ctx context.Context) ([]runnable, error) {
+		idle := fmt.Sprintf("idle: no workspace binds the APIExport %s of %s yet", edgev1alpha1.EdgeAPIExportName, o.ESPW)
+		vwURL, err := waitForEndpoint(ctx, kcp, o.ESPW, func() { ready.Store(nil); logger.Info(idle) })
+		if err != nil {
+			return nil, err
 		}
+		syncing := "controllers are syncing their caches"
+		ready.Store(&syncing)
+		vwConfig := rest.CopyConfig(base)
+		vwConfig.Host = vwURL
+		edgeVW, err := kcpdynamic.NewForConfig(vwConfig)
+		if err != nil {
+			return nil, err
+		}
+		logger.Info("using the virtual workspace of edge.kcp.io", "url", vwURL)
+		var controllers []runnable
+		for _, name := range o.Controllers {
+			switch name {
+			case mailbox.ControllerName:
+				c, err := mailbox.NewController(mailbox.Config{ESPW: o.ESPW, KCP: kcp, Kube: kube, EdgeVW: edgeVW, Workers: o.Workers})
+				if err != nil {
+					return nil, err
+				}
+				controllers = append(controllers, runnable{name: name, start: c.Start, synced: c.HasSynced})
+			}
+		}
+		return controllers, nil
 	}
 
 	runControllers := func(ctx context.Context) {
+		controllers, err := buildControllers(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				logger.Error(err, "building controllers")
+			}
+			return
+		}
 		var wg sync.WaitGroup
 		for _, c := range controllers {
 			wg.Add(1)
@@ -213,31 +233,63 @@ type runnable struct {
 	synced func() bool
 }
 
-// waitForESPW waits, with backoff, until the ESPW serves the APIExport edge.kcp.io and its
-// virtual workspace URL is known, reporting why not through notReady, and returns the URL.
-func waitForESPW(ctx context.Context, kcp kcpclientset.ClusterInterface, espw logicalcluster.Path, notReady func(string)) (string, error) {
+// waitForESPW waits, with backoff and for as long as it takes, until the ESPW serves the
+// APIExport edge.kcp.io, reporting why not through notReady.
+func waitForESPW(ctx context.Context, kcp kcpclientset.ClusterInterface, espw logicalcluster.Path, notReady func(string)) error {
 	logger := klog.FromContext(ctx)
-	var url string
-	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.2, Steps: 1 << 30, Cap: 30 * time.Second}
-	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
-		slice, err := kcp.Cluster(espw).ApisV1alpha1().APIExportEndpointSlices().Get(ctx, edgev1alpha1.EdgeAPIExportName, metav1.GetOptions{})
+	return retry(ctx, time.Second, 30*time.Second, func() bool {
+		_, err := kcp.Cluster(espw).ApisV1alpha2().APIExports().Get(ctx, edgev1alpha1.EdgeAPIExportName, metav1.GetOptions{})
 		if err != nil {
-			why := fmt.Sprintf("cannot read the APIExportEndpointSlice %s in the ESPW %s (is kcp reachable, and has 'kubectl edge init --espw %s' run?): %v",
+			why := fmt.Sprintf("waiting for the ESPW: cannot read the APIExport %s in %s (is kcp reachable, and has 'kubectl edge init --espw %s' run?): %v",
 				edgev1alpha1.EdgeAPIExportName, espw, espw, err)
 			logger.Error(nil, why)
 			notReady(why)
-			return false, nil
+			return false
+		}
+		return true
+	})
+}
+
+// waitForEndpoint waits until the APIExportEndpointSlice of edge.kcp.io lists a virtual
+// workspace URL, calling idle once if it does not at first, and returns the URL.
+func waitForEndpoint(ctx context.Context, kcp kcpclientset.ClusterInterface, espw logicalcluster.Path, idle func()) (string, error) {
+	logger := klog.FromContext(ctx)
+	var url string
+	saidIdle := false
+	err := retry(ctx, time.Second, 5*time.Second, func() bool {
+		slice, err := kcp.Cluster(espw).ApisV1alpha1().APIExportEndpointSlices().Get(ctx, edgev1alpha1.EdgeAPIExportName, metav1.GetOptions{})
+		if err != nil {
+			logger.Error(err, "reading the APIExportEndpointSlice", "espw", espw)
+			return false
 		}
 		if len(slice.Status.APIExportEndpoints) == 0 {
-			why := fmt.Sprintf("the APIExport %s in %s has no virtual workspace endpoint yet", edgev1alpha1.EdgeAPIExportName, espw)
-			logger.Info(why)
-			notReady(why)
-			return false, nil
+			if !saidIdle {
+				idle()
+				saidIdle = true
+			}
+			return false
 		}
 		url = slice.Status.APIExportEndpoints[0].URL
-		return true, nil
+		return true
 	})
 	return url, err
+}
+
+// retry calls done with jittered exponential backoff, from initial up to limit between calls,
+// until it returns true or ctx ends.
+func retry(ctx context.Context, initial, limit time.Duration, done func() bool) error {
+	delay := initial
+	for {
+		if done() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait.Jitter(delay, 0.2)):
+		}
+		delay = min(2*delay, limit)
+	}
 }
 
 // serveHTTP serves /healthz (the process lives), /readyz (the controllers' caches synced, or why

@@ -86,6 +86,21 @@ func RunWithKCP(m *testing.M) int {
 	return code
 }
 
+// StartKCP starts a kcp server as RunWithKCP does, for programs other than tests (benchmarks).
+// Stop it with Stop.
+func StartKCP() (*Server, error) { return startServer() }
+
+// Stop stops a server started by StartKCP.
+func (s *Server) Stop() { s.stop() }
+
+// PID is the kcp process's ID, or 0 if it was not started here.
+func (s *Server) PID() int {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
 func startServer() (*Server, error) {
 	if kc := os.Getenv("EDGE_E2E_KUBECONFIG"); kc != "" {
 		s := &Server{KubeconfigPath: kc}
