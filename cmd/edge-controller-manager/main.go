@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
@@ -58,10 +59,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "error: --kubeconfig (or KUBECONFIG) must name kcp's admin kubeconfig")
 		os.Exit(2)
 	}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
-		&clientcmd.ClientConfigLoadingRules{ExplicitPath: *kubeconfig},
-		&clientcmd.ConfigOverrides{CurrentContext: *kubeContext}).ClientConfig()
-	if err != nil {
+	loadConfig := func() (*rest.Config, error) {
+		return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+			&clientcmd.ClientConfigLoadingRules{ExplicitPath: *kubeconfig},
+			&clientcmd.ConfigOverrides{CurrentContext: *kubeContext}).ClientConfig()
+	}
+	if _, err := loadConfig(); err != nil {
 		fmt.Fprintf(os.Stderr, "error: loading %s: %v\n", *kubeconfig, err)
 		os.Exit(2)
 	}
@@ -71,7 +74,8 @@ func main() {
 	ctx = klog.NewContext(ctx, klog.Background().WithName("edge-controller-manager"))
 	klog.FromContext(ctx).Info("starting", "espw", espwPath, "controllers", strings.Join(*controllers, ","), "leaderElect", *leaderElect)
 	if err := manager.Run(ctx, manager.Options{
-		Config:           cfg,
+		LoadConfig:       loadConfig,
+		KubeconfigPath:   *kubeconfig,
 		ESPW:             espwPath,
 		Controllers:      *controllers,
 		Workers:          *workers,

@@ -46,8 +46,11 @@ var Controllers = map[string]bool{
 
 // Options configure the manager.
 type Options struct {
-	// Config reaches kcp with admin rights (any workspace path in it is ignored).
-	Config *rest.Config
+	// LoadConfig loads a config that reaches kcp with admin rights (any workspace path in it is
+	// ignored). It is called again at the start of every round.
+	LoadConfig func() (*rest.Config, error)
+	// KubeconfigPath, if set, is watched: when the file changes, the manager starts over with it.
+	KubeconfigPath string
 	// ESPW is the edge service provider workspace.
 	ESPW logicalcluster.Path
 	// Controllers to run.
@@ -86,13 +89,58 @@ func ValidateControllers(names []string) error {
 	return nil
 }
 
-// Run runs the manager until ctx ends.
+// Run runs the manager until ctx ends. It works in rounds: each round loads the kubeconfig,
+// waits for the ESPW, wins the leader election (if enabled) and runs the controllers. A round
+// ends when this replica loses the lease (kcp unreachable for longer than the renew deadline, for
+// example) or the kubeconfig file changes (kcp's generated admin kubeconfig gets a new token at
+// every kcp start); the next round starts over with fresh clients and caches, in the same
+// process, standing by until it leads again.
 func Run(ctx context.Context, o Options) error {
 	logger := klog.FromContext(ctx)
 	if err := ValidateControllers(o.Controllers); err != nil {
 		return err
 	}
-	base, _ := workspaces.Split(o.Config)
+	var ready atomic.Pointer[string]
+	notReady := "waiting for the ESPW"
+	ready.Store(&notReady)
+	srv, err := serveHTTP(o.HTTPAddress, &ready)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+
+	for {
+		roundCtx, endRound := context.WithCancel(ctx)
+		if o.KubeconfigPath != "" {
+			go endOnFileChange(roundCtx, o.KubeconfigPath, endRound)
+		}
+		err := runRound(roundCtx, o, &ready)
+		endRound()
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			logger.Error(err, "round ended")
+		}
+		standby := "starting over: reloading the kubeconfig"
+		ready.Store(&standby)
+		logger.Info("starting over with a fresh kubeconfig, clients and caches")
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// runRound runs one round of Run, until ctx ends or the lease is lost.
+func runRound(ctx context.Context, o Options, ready *atomic.Pointer[string]) error {
+	logger := klog.FromContext(ctx)
+	cfg, err := o.LoadConfig()
+	if err != nil {
+		return fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	base, _ := workspaces.Split(cfg)
 	base.UserAgent = "edge-controller-manager"
 	if base.QPS == 0 {
 		base.QPS, base.Burst = 200, 400
@@ -105,15 +153,6 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-
-	var ready atomic.Pointer[string]
-	notReady := "waiting for the ESPW"
-	ready.Store(&notReady)
-	srv, err := serveHTTP(o.HTTPAddress, &ready)
-	if err != nil {
-		return err
-	}
-	defer srv.Close()
 
 	if err := waitForESPW(ctx, kcp, o.ESPW, func(why string) { ready.Store(&why) }); err != nil {
 		return err
@@ -199,9 +238,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	leaderCtx, stopLeading := context.WithCancel(ctx)
-	defer stopLeading()
-	leaderelection.RunOrDie(leaderCtx, leaderelection.LeaderElectionConfig{
+	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
 		Lock:            lock,
 		LeaseDuration:   15 * time.Second,
 		RenewDeadline:   10 * time.Second,
@@ -215,16 +252,37 @@ func Run(ctx context.Context, o Options) error {
 			},
 			OnStoppedLeading: func() {
 				logger.Info("stopped leading", "identity", o.Identity)
-				stopLeading()
 			},
 		},
 	})
-	if ctx.Err() == nil {
-		// Lost the lease while the process goes on: stop, so that a restart stands by cleanly
-		// rather than two replicas acting at once.
-		return errors.New("lost the leader election")
-	}
 	return nil
+}
+
+// endOnFileChange calls end when the file's modification time or size changes; it looks every
+// 5 s (a local stat, not a request to kcp).
+func endOnFileChange(ctx context.Context, path string, end func()) {
+	stamp := func() string {
+		fi, err := os.Stat(path)
+		if err != nil {
+			return "missing"
+		}
+		return fi.ModTime().String() + "/" + fmt.Sprint(fi.Size())
+	}
+	first := stamp()
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if stamp() != first {
+				klog.FromContext(ctx).Info("the kubeconfig changed", "path", path)
+				end()
+				return
+			}
+		}
+	}
 }
 
 type runnable struct {

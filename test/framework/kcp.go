@@ -50,6 +50,8 @@ type Server struct {
 
 	dir     string
 	logPath string
+	bin     string
+	args    []string
 	cmd     *exec.Cmd
 	exited  chan struct{}
 }
@@ -127,37 +129,64 @@ func startServer() (*Server, error) {
 		KubeconfigPath: filepath.Join(dir, ".kcp", "admin.kubeconfig"),
 		exited:         make(chan struct{}),
 	}
-	logFile, err := os.Create(s.logPath)
-	if err != nil {
-		return nil, err
-	}
-	s.cmd = exec.Command(kcpBin, "start",
+	s.bin = kcpBin
+	s.args = []string{"start",
 		"--root-directory", filepath.Join(dir, ".kcp"),
 		"--bind-address", "127.0.0.1",
 		"--secure-port", strconv.Itoa(ports[0]),
 		"--embedded-etcd-client-port", strconv.Itoa(ports[1]),
 		"--embedded-etcd-peer-port", strconv.Itoa(ports[2]),
-	)
-	s.cmd.Dir = dir
-	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
-	// Its own process group, so that stopping it stops everything it started.
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	}
 	start := time.Now()
 	fmt.Fprintf(os.Stderr, "framework: starting kcp on 127.0.0.1:%d (log %s)\n", ports[0], s.logPath)
-	if err := s.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s: %w", kcpBin, err)
-	}
-	go func() {
-		_ = s.cmd.Wait()
-		logFile.Close()
-		close(s.exited)
-	}()
-	if err := s.waitReady(); err != nil {
+	if err := s.startProcess(); err != nil {
 		return s, err
 	}
 	s.StartupTime = time.Since(start)
 	fmt.Fprintf(os.Stderr, "framework: kcp ready in %s\n", s.StartupTime.Round(100*time.Millisecond))
 	return s, nil
+}
+
+// startProcess starts kcp with s.args, appending to its log, and waits until it is ready.
+func (s *Server) startProcess() error {
+	logFile, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	s.cmd = exec.Command(s.bin, s.args...)
+	s.cmd.Dir = s.dir
+	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
+	// Its own process group, so that stopping it stops everything it started.
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	s.exited = make(chan struct{})
+	if err := s.cmd.Start(); err != nil {
+		logFile.Close()
+		return fmt.Errorf("starting %s: %w", s.bin, err)
+	}
+	cmd, exited := s.cmd, s.exited
+	go func() {
+		_ = cmd.Wait()
+		logFile.Close()
+		close(exited)
+	}()
+	return s.waitReady()
+}
+
+// Kill ends the kcp process at once, as a crash or power loss would; its data stays.
+func (s *Server) Kill() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		<-s.exited
+	}
+}
+
+// Restart starts kcp again, after Kill, with the same data, address and ports, and waits until
+// it is ready. Tests that restart kcp belong in a package of their own.
+func (s *Server) Restart() error {
+	if s.bin == "" {
+		return fmt.Errorf("kcp was not started by the harness")
+	}
+	return s.startProcess()
 }
 
 // waitReady waits for the admin kubeconfig, /readyz, and the root workspace to answer.
@@ -228,12 +257,16 @@ func (s *Server) stop() {
 	if s.cmd == nil || s.cmd.Process == nil {
 		return
 	}
-	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
 	select {
 	case <-s.exited:
-	case <-time.After(20 * time.Second):
-		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-		<-s.exited
+	default:
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-s.exited:
+		case <-time.After(20 * time.Second):
+			_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+			<-s.exited
+		}
 	}
 	if os.Getenv("EDGE_E2E_KEEP") != "" {
 		fmt.Fprintf(os.Stderr, "framework: kept kcp's directory %s\n", s.dir)
