@@ -69,7 +69,7 @@ $(KWOK): hack/tools/kwok/go.mod hack/tools/kwok/go.sum
 ##@ Build
 
 .PHONY: build
-build: ## Build edge-mc's binaries into bin/ (kubectl-edge).
+build: ## Build edge-mc's binaries into bin/ (kubectl-edge, edge-controller-manager).
 	$(GO) build -o $(BIN)/ ./cmd/...
 
 ##@ Code generation

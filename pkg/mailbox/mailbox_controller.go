@@ -90,6 +90,8 @@ type Controller struct {
 	// by this process, so that heartbeats do not cost reads in the mailbox.
 	contentsMu    sync.Mutex
 	contentsReady map[types.UID]bool
+	// notYet paces the checks of mailboxes being set up, per mailbox workspace.
+	notYet workqueue.TypedRateLimiter[types.UID]
 
 	// now is the clock, replaced in tests.
 	now func() time.Time
@@ -114,6 +116,7 @@ func NewController(cfg Config) (*Controller, error) {
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[queueKey](),
 			workqueue.TypedRateLimitingQueueConfig[queueKey]{Name: ControllerName}),
 		contentsReady: map[types.UID]bool{},
+		notYet:        workqueue.NewTypedItemExponentialFailureRateLimiter[types.UID](notYetFirst, notYetMax),
 		now:           time.Now,
 	}
 

@@ -42,5 +42,6 @@ func (c *Controller) checkOrphan(ctx context.Context, name string) error {
 		return fmt.Errorf("deleting mailbox workspace %s: %w", name, err)
 	}
 	c.setContentsReady(ws.UID, false)
+	c.notYet.Forget(ws.UID)
 	return nil
 }

@@ -55,13 +55,14 @@ func (c *Controller) reconcile(ctx context.Context, cluster logicalcluster.Name,
 		if err := c.ensureContents(ctx, path); errors.Is(err, errNotYet) {
 			setCondition(status, edgev1alpha1.SyncTargetMailboxReady, metav1.ConditionFalse, edgev1alpha1.ReasonMailboxCreating,
 				fmt.Sprintf("setting up mailbox workspace %s: waiting for its APIBindings and the syncer's token", path))
-			return notYetRecheck, c.writeStatus(ctx, cluster, st, status)
+			return c.notYet.When(ws.UID), c.writeStatus(ctx, cluster, st, status)
 		} else if err != nil {
 			setCondition(status, edgev1alpha1.SyncTargetMailboxReady, metav1.ConditionFalse, edgev1alpha1.ReasonMailboxError,
 				fmt.Sprintf("setting up mailbox %s: %v", path, err))
 			return 0, errors.Join(err, c.writeStatus(ctx, cluster, st, status))
 		}
 		c.setContentsReady(ws.UID, true)
+		c.notYet.Forget(ws.UID)
 		logger.V(2).Info("mailbox ready", "mailbox", path)
 	}
 	setCondition(status, edgev1alpha1.SyncTargetMailboxReady, metav1.ConditionTrue, edgev1alpha1.ReasonMailboxReady,
@@ -71,8 +72,12 @@ func (c *Controller) reconcile(ctx context.Context, cluster logicalcluster.Name,
 	return recheck, c.writeStatus(ctx, cluster, st, status)
 }
 
-// notYetRecheck is when to look again at a mailbox that is being set up.
-const notYetRecheck = time.Second
+// A mailbox being set up is looked at again after notYetFirst, doubling up to notYetMax: when kcp
+// is busy making many mailboxes at once, frequent checks would only add to its load.
+const (
+	notYetFirst = 500 * time.Millisecond
+	notYetMax   = 15 * time.Second
+)
 
 // invalidNameError says that no workspace can be named for a SyncTarget.
 type invalidNameError struct{ msg string }
