@@ -3,6 +3,7 @@
 #   pkg/apis/edge/v1alpha1/zz_generated.deepcopy.go   deepcopy (controller-gen)
 #   config/crds/                                       CRDs of edge.kcp.io (controller-gen)
 #   config/exports/edge/                               APIResourceSchemas + APIExport edge.kcp.io (kcp apigen)
+#   config/exports/mailbox/                            APIExport mailbox.edge.kcp.io, split off edge.kcp.io (hack/gen-mailbox-export)
 #   config/workload-crds/                              CRDs of the Kubernetes workload kinds (hack/tools/kube/workload-crds)
 #   config/exports/workloads/                          APIResourceSchemas + APIExport workloads.edge.kcp.io (hack/gen-workload-export)
 # An APIResourceSchema is immutable in kcp: both exporters give a changed schema a new name and
@@ -19,6 +20,9 @@ echo ">> deepcopy and CRDs (controller-gen)"
 echo ">> APIResourceSchemas and APIExport edge.kcp.io (apigen)"
 mkdir -p config/exports/edge
 log=$(mktemp); "$BIN/apigen" --input-dir config/crds --output-dir config/exports/edge >"$log" 2>&1 || { cat "$log" >&2; exit 1; }; rm -f "$log"
+
+echo ">> APIExport mailbox.edge.kcp.io (SyncerConfig and the heartbeat claim, split off edge.kcp.io)"
+go run ./hack/gen-mailbox-export --edge-dir config/exports/edge --output-dir config/exports/mailbox
 
 echo ">> CRDs of the Kubernetes workload kinds (from Kubernetes' OpenAPI definitions)"
 (cd hack/tools/kube && GOFLAGS=-mod=mod go run ./workload-crds --output-dir ../../../config/workload-crds)

@@ -1,6 +1,7 @@
 // Package exports embeds the generated APIResourceSchemas and APIExports that `kubectl edge init`
 // installs into the edge service provider workspace: edge/ holds the edge.kcp.io API (generated
-// by kcp's apigen from config/crds), workloads/ the common Kubernetes workload kinds (generated
+// by kcp's apigen from config/crds), mailbox/ the small export that mailboxes bind (split off
+// edge.kcp.io by hack/gen-mailbox-export), workloads/ the common Kubernetes workload kinds (generated
 // from Kubernetes' OpenAPI definitions). Regenerate with `make codegen`; never edit by hand.
 package exports
 
@@ -15,7 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-//go:embed edge/*.yaml workloads/*.yaml
+//go:embed edge/*.yaml mailbox/*.yaml workloads/*.yaml
 var manifests embed.FS
 
 // Load returns the embedded APIResourceSchemas and APIExports, each sorted by name.
@@ -35,7 +36,7 @@ func Load() ([]*apisv1alpha1.APIResourceSchema, []*apisv1alpha2.APIExport, error
 			schemas = append(schemas, s)
 		}
 	}
-	for _, pattern := range []string{"edge/apiexport-*.yaml", "workloads/apiexport-*.yaml"} {
+	for _, pattern := range []string{"edge/apiexport-*.yaml", "mailbox/apiexport-*.yaml", "workloads/apiexport-*.yaml"} {
 		files, err := fs.Glob(manifests, pattern)
 		if err != nil {
 			return nil, nil, err

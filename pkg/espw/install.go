@@ -1,16 +1,26 @@
 // Package espw installs edge-mc's APIs into the edge service provider workspace (ESPW): the
-// APIResourceSchemas and the two APIExports, edge.kcp.io and workloads.edge.kcp.io, that
-// inventory, workload and mailbox workspaces bind. Installing is idempotent: what is already as
-// wanted is left untouched, so a second install changes no resourceVersion.
+// APIResourceSchemas and the APIExports edge.kcp.io and workloads.edge.kcp.io, that inventory
+// and workload workspaces bind, and mailbox.edge.kcp.io, that mailbox workspaces bind.
+//
+// It also installs two WorkspaceTypes. Mailboxes are the most numerous workspaces, and kcp's
+// universal type would give each two APIBindings it does not need, so mailboxes have a lean type
+// of their own, "mailbox" in the ESPW, whose only default binding is mailbox.edge.kcp.io. kcp
+// lets a workspace hold children only of the types its own type allows, so the ESPW has the type
+// "edge-service-provider", created in its parent: universal, plus mailbox children.
+//
+// Installing is idempotent: what is already as wanted is left untouched, so a second install
+// changes no resourceVersion.
 package espw
 
 import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 
 	apisv1alpha1 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha1"
 	apisv1alpha2 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha2"
+	tenancyv1alpha1 "github.com/kcp-dev/kcp/sdk/apis/tenancy/v1alpha1"
 	kcpclientset "github.com/kcp-dev/kcp/sdk/client/clientset/versioned/cluster"
 	"github.com/kcp-dev/logicalcluster/v3"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -19,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kcp-dev/edge-mc/config/exports"
+	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 	"github.com/kcp-dev/edge-mc/pkg/workspaces"
 )
 
@@ -37,11 +48,25 @@ func Install(ctx context.Context, kcp kcpclientset.ClusterInterface, path logica
 	if err != nil {
 		return nil, err
 	}
-	ensurer := &workspaces.Ensurer{KCP: kcp, Out: out}
-	if _, err := ensurer.Workspace(ctx, path); err != nil {
-		return nil, err
+	parent, ok := path.Parent()
+	if !ok {
+		return nil, fmt.Errorf("the ESPW %s has no parent workspace: give a path such as %s", path, edgev1alpha1.DefaultESPW)
 	}
 	res := &Result{Workspace: path}
+	if _, hasGrandParent := parent.Parent(); hasGrandParent {
+		if _, err := (&workspaces.Ensurer{KCP: kcp, Out: out}).Workspace(ctx, parent); err != nil {
+			return nil, err
+		}
+	}
+	if err := ensureWorkspaceType(ctx, kcp, parent, serviceProviderType(path), res); err != nil {
+		return nil, err
+	}
+	ensurer := &workspaces.Ensurer{KCP: kcp, Out: out}
+	if _, err := ensurer.WorkspaceOfType(ctx, path, &tenancyv1alpha1.WorkspaceTypeReference{
+		Name: edgev1alpha1.ServiceProviderWorkspaceType, Path: parent.String(),
+	}); err != nil {
+		return nil, err
+	}
 	for _, s := range schemas {
 		if err := ensureSchema(ctx, kcp, path, s, res); err != nil {
 			return nil, err
@@ -56,6 +81,9 @@ func Install(ctx context.Context, kcp kcpclientset.ClusterInterface, path logica
 		if err := waitForIdentity(ctx, kcp, path, e.Name); err != nil {
 			return nil, err
 		}
+	}
+	if err := ensureWorkspaceType(ctx, kcp, path, mailboxType(path), res); err != nil {
+		return nil, err
 	}
 	if out != nil {
 		fmt.Fprintf(out, "ESPW %s: %d created, %d updated, %d unchanged\n", path, len(res.Created), len(res.Updated), len(res.Unchanged))
@@ -128,6 +156,92 @@ func ensureExport(ctx context.Context, kcp kcpclientset.ClusterInterface, path l
 	}
 	got.Spec.Resources = want.Spec.Resources
 	got.Spec.PermissionClaims = want.Spec.PermissionClaims
+	if _, err := client.Update(ctx, got, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("updating %s in %s: %w", kind, path, err)
+	}
+	res.Updated = append(res.Updated, kind)
+	return nil
+}
+
+// workspaceType is a WorkspaceType that install wants, with how to bring an existing one in line.
+type workspaceType struct {
+	want *tenancyv1alpha1.WorkspaceType
+	// update changes what in got differs from what install needs, keeping what kcp defaulted and
+	// what others added, and says whether it changed anything.
+	update func(got *tenancyv1alpha1.WorkspaceType) bool
+}
+
+var universal = tenancyv1alpha1.WorkspaceTypeReference{Name: "universal", Path: "root"}
+
+// serviceProviderType is the WorkspaceType of the ESPW at espw: kcp's universal type (its
+// default bindings, so that the ESPW can hold workspaces), allowing mailbox children too. Several
+// ESPWs with one parent share it, each adding its mailbox type to the allowed children.
+func serviceProviderType(espw logicalcluster.Path) workspaceType {
+	mailboxes := tenancyv1alpha1.WorkspaceTypeReference{Name: edgev1alpha1.MailboxWorkspaceType, Path: espw.String()}
+	want := &tenancyv1alpha1.WorkspaceType{
+		ObjectMeta: metav1.ObjectMeta{Name: edgev1alpha1.ServiceProviderWorkspaceType},
+		Spec: tenancyv1alpha1.WorkspaceTypeSpec{
+			Extend:                    tenancyv1alpha1.WorkspaceTypeExtension{With: []tenancyv1alpha1.WorkspaceTypeReference{universal}},
+			DefaultChildWorkspaceType: universal.DeepCopy(),
+			LimitAllowedChildren:      &tenancyv1alpha1.WorkspaceTypeSelector{Types: []tenancyv1alpha1.WorkspaceTypeReference{universal, mailboxes}},
+		},
+	}
+	return workspaceType{want: want, update: func(got *tenancyv1alpha1.WorkspaceType) bool {
+		changed := false
+		if !equality.Semantic.DeepEqual(got.Spec.Extend, want.Spec.Extend) {
+			got.Spec.Extend, changed = want.Spec.Extend, true
+		}
+		if !equality.Semantic.DeepEqual(got.Spec.DefaultChildWorkspaceType, want.Spec.DefaultChildWorkspaceType) {
+			got.Spec.DefaultChildWorkspaceType, changed = want.Spec.DefaultChildWorkspaceType, true
+		}
+		if got.Spec.LimitAllowedChildren == nil {
+			got.Spec.LimitAllowedChildren = &tenancyv1alpha1.WorkspaceTypeSelector{}
+		}
+		for _, ref := range want.Spec.LimitAllowedChildren.Types {
+			if !slices.Contains(got.Spec.LimitAllowedChildren.Types, ref) {
+				got.Spec.LimitAllowedChildren.Types, changed = append(got.Spec.LimitAllowedChildren.Types, ref), true
+			}
+		}
+		return changed
+	}}
+}
+
+// mailboxType is the WorkspaceType of the mailboxes in the ESPW at espw: one default binding,
+// to mailbox.edge.kcp.io, whose permission claim kcp accepts when it makes the binding.
+func mailboxType(espw logicalcluster.Path) workspaceType {
+	want := &tenancyv1alpha1.WorkspaceType{
+		ObjectMeta: metav1.ObjectMeta{Name: edgev1alpha1.MailboxWorkspaceType},
+		Spec: tenancyv1alpha1.WorkspaceTypeSpec{
+			DefaultAPIBindings: []tenancyv1alpha1.APIExportReference{{Path: espw.String(), Export: edgev1alpha1.MailboxAPIExportName}},
+		},
+	}
+	return workspaceType{want: want, update: func(got *tenancyv1alpha1.WorkspaceType) bool {
+		if equality.Semantic.DeepEqual(got.Spec.DefaultAPIBindings, want.Spec.DefaultAPIBindings) {
+			return false
+		}
+		got.Spec.DefaultAPIBindings = want.Spec.DefaultAPIBindings
+		return true
+	}}
+}
+
+func ensureWorkspaceType(ctx context.Context, kcp kcpclientset.ClusterInterface, path logicalcluster.Path, t workspaceType, res *Result) error {
+	client := kcp.Cluster(path).TenancyV1alpha1().WorkspaceTypes()
+	kind := "WorkspaceType " + t.want.Name
+	got, err := client.Get(ctx, t.want.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		if _, err := client.Create(ctx, t.want, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating %s in %s: %w", kind, path, err)
+		}
+		res.Created = append(res.Created, kind)
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading %s in %s: %w", kind, path, err)
+	}
+	if !t.update(got) {
+		res.Unchanged = append(res.Unchanged, kind)
+		return nil
+	}
 	if _, err := client.Update(ctx, got, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("updating %s in %s: %w", kind, path, err)
 	}

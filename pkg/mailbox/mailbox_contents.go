@@ -20,57 +20,24 @@ import (
 // binding being bound, a token being minted); the SyncTarget is looked at again shortly.
 var errNotYet = errors.New("not yet")
 
-// ensureContents puts into the mailbox what its syncer needs: the APIBindings to edge.kcp.io and
-// workloads.edge.kcp.io, and the syncer's identity. It returns errNotYet until all is in place.
+// ensureContents checks that the mailbox's WorkspaceType bound mailbox.edge.kcp.io, and puts
+// into the mailbox the syncer's identity. It returns errNotYet until all is in place.
 func (c *Controller) ensureContents(ctx context.Context, mailbox logicalcluster.Path) error {
-	for _, export := range []string{edgev1alpha1.EdgeAPIExportName, edgev1alpha1.WorkloadsAPIExportName} {
-		if err := c.ensureBinding(ctx, mailbox, export); err != nil {
-			return err
-		}
-	}
-	return c.ensureSyncerIdentity(ctx, mailbox)
-}
-
-// ensureBinding binds the APIExport of the ESPW with the given name, accepting every permission
-// claim the export makes (edge.kcp.io claims the heartbeat Leases, so that the controller sees
-// them through the export's virtual workspace).
-func (c *Controller) ensureBinding(ctx context.Context, mailbox logicalcluster.Path, exportName string) error {
-	export, err := c.cfg.KCP.Cluster(c.cfg.ESPW).ApisV1alpha2().APIExports().Get(ctx, exportName, metav1.GetOptions{})
+	bindings, err := c.cfg.KCP.Cluster(mailbox).ApisV1alpha2().APIBindings().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return fmt.Errorf("reading APIExport %s in %s (has 'kubectl edge init' run?): %w", exportName, c.cfg.ESPW, err)
+		return fmt.Errorf("listing APIBindings: %w", err)
 	}
-	want := apisv1alpha2.APIBindingSpec{
-		Reference: apisv1alpha2.BindingReference{Export: &apisv1alpha2.ExportBindingReference{Path: c.cfg.ESPW.String(), Name: exportName}},
-	}
-	for _, claim := range export.Spec.PermissionClaims {
-		want.PermissionClaims = append(want.PermissionClaims, apisv1alpha2.AcceptablePermissionClaim{
-			ScopedPermissionClaim: apisv1alpha2.ScopedPermissionClaim{
-				PermissionClaim: claim,
-				Selector:        apisv1alpha2.PermissionClaimSelector{MatchAll: true},
-			},
-			State: apisv1alpha2.ClaimAccepted,
-		})
-	}
-	bindings := c.cfg.KCP.Cluster(mailbox).ApisV1alpha2().APIBindings()
-	b, err := bindings.Get(ctx, exportName, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		b, err = bindings.Create(ctx, &apisv1alpha2.APIBinding{ObjectMeta: metav1.ObjectMeta{Name: exportName}, Spec: want}, metav1.CreateOptions{})
-		if err != nil {
-			return fmt.Errorf("creating APIBinding %s: %w", exportName, err)
-		}
-	case err != nil:
-		return fmt.Errorf("reading APIBinding %s: %w", exportName, err)
-	case !equality.Semantic.DeepEqual(b.Spec, want):
-		b.Spec = want
-		if b, err = bindings.Update(ctx, b, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("updating APIBinding %s: %w", exportName, err)
+	bound := false
+	for _, b := range bindings.Items {
+		ref := b.Spec.Reference.Export
+		if ref != nil && ref.Name == edgev1alpha1.MailboxAPIExportName && b.Status.Phase == apisv1alpha2.APIBindingPhaseBound {
+			bound = true
 		}
 	}
-	if b.Status.Phase != apisv1alpha2.APIBindingPhaseBound {
+	if !bound {
 		return errNotYet
 	}
-	return nil
+	return c.ensureSyncerIdentity(ctx, mailbox)
 }
 
 // ensureSyncerIdentity creates the syncer's ServiceAccount, its token Secret, and a ClusterRole

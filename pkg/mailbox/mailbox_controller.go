@@ -6,9 +6,13 @@
 // from the heartbeat Lease the syncer renews in the mailbox), and deletes mailboxes whose
 // SyncTarget is gone, also those left behind while it was not running.
 //
-// It sees SyncTargets and heartbeat Leases of every workspace through the virtual workspace of the
-// APIExport edge.kcp.io (Leases through a permission claim that only mailbox bindings accept),
-// and the mailbox workspaces with a watch on the ESPW: one watch each, however many edge clusters.
+// A mailbox workspace has the lean WorkspaceType "mailbox" of the ESPW, whose one default
+// APIBinding is to mailbox.edge.kcp.io (SyncerConfig, and a permission claim on Leases); the
+// workload kinds are bound into it when something is placed there.
+//
+// It sees SyncTargets through the virtual workspace of the APIExport edge.kcp.io, heartbeat
+// Leases through that of mailbox.edge.kcp.io, and the mailbox workspaces with a watch on the
+// ESPW: one watch each, however many edge clusters.
 package mailbox
 
 import (
@@ -32,6 +36,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -73,6 +78,9 @@ type Config struct {
 	Kube kcpkubernetesclientset.ClusterInterface
 	// EdgeVW reaches the virtual workspace of the APIExport edge.kcp.io.
 	EdgeVW kcpdynamic.ClusterInterface
+	// VWConfig is the admin's rest config, to reach the virtual workspace of
+	// mailbox.edge.kcp.io once kcp publishes it.
+	VWConfig *rest.Config
 	// Workers is the number of reconciles at once.
 	Workers int
 }
@@ -83,8 +91,10 @@ type Controller struct {
 	queue workqueue.TypedRateLimitingInterface[queueKey]
 
 	syncTargets cache.SharedIndexInformer
-	leases      cache.SharedIndexInformer
 	mailboxes   cache.SharedIndexInformer
+	// leases watches the heartbeats; nil until the mailbox export's virtual workspace exists.
+	leasesMu sync.RWMutex
+	leases   cache.SharedIndexInformer
 
 	// contentsReady records the mailboxes (by workspace UID) whose contents were made complete
 	// by this process, so that heartbeats do not cost reads in the mailbox.
@@ -131,9 +141,6 @@ func NewController(cfg Config) (*Controller, error) {
 				return []string{logicalcluster.From(m).String() + "|" + string(m.GetUID())}, nil
 			},
 		}, nil).Informer()
-	c.leases = kcpdynamicinformer.NewFilteredDynamicInformer(cfg.EdgeVW, leasesGVR, resyncPeriod,
-		cache.Indexers{kcpcache.ClusterIndexName: kcpcache.ClusterIndexFunc},
-		func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + HeartbeatLease }).Informer()
 
 	workspaces := cfg.KCP.Cluster(cfg.ESPW).TenancyV1alpha1().Workspaces()
 	mailboxSelector := labels.SelectorFromSet(labels.Set{LabelMailbox: "true"}).String()
@@ -160,13 +167,6 @@ func NewController(cfg Config) (*Controller, error) {
 		AddFunc:    c.enqueueSyncTarget,
 		UpdateFunc: func(_, obj any) { c.enqueueSyncTarget(obj) },
 		DeleteFunc: c.syncTargetDeleted,
-	}); err != nil {
-		return nil, err
-	}
-	if _, err := c.leases.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueLeaseOwner,
-		UpdateFunc: func(_, obj any) { c.enqueueLeaseOwner(obj) },
-		DeleteFunc: c.enqueueLeaseOwner,
 	}); err != nil {
 		return nil, err
 	}
@@ -256,10 +256,10 @@ func (c *Controller) Start(ctx context.Context) error {
 	defer c.queue.ShutDown()
 
 	go c.syncTargets.Run(ctx.Done())
-	go c.leases.Run(ctx.Done())
 	go c.mailboxes.Run(ctx.Done())
+	go c.watchHeartbeats(ctx)
 	logger.Info("waiting for caches", "espw", c.cfg.ESPW)
-	if !cache.WaitForCacheSync(ctx.Done(), c.syncTargets.HasSynced, c.leases.HasSynced, c.mailboxes.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), c.syncTargets.HasSynced, c.mailboxes.HasSynced) {
 		return fmt.Errorf("%s controller: caches did not sync (is the ESPW %s reachable and initialised?)", ControllerName, c.cfg.ESPW)
 	}
 	logger.Info("caches synced; starting workers", "workers", c.cfg.Workers)
@@ -280,9 +280,10 @@ func (c *Controller) Start(ctx context.Context) error {
 	return nil
 }
 
-// HasSynced says whether the informers have synced, for readiness.
+// HasSynced says whether the informers have synced, for readiness. The heartbeat watch does not
+// count: it cannot start before the first mailbox exists.
 func (c *Controller) HasSynced() bool {
-	return c.syncTargets.HasSynced() && c.leases.HasSynced() && c.mailboxes.HasSynced()
+	return c.syncTargets.HasSynced() && c.mailboxes.HasSynced()
 }
 
 func (c *Controller) processNext(ctx context.Context) bool {

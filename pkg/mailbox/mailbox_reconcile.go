@@ -68,7 +68,13 @@ func (c *Controller) reconcile(ctx context.Context, cluster logicalcluster.Name,
 	setCondition(status, edgev1alpha1.SyncTargetMailboxReady, metav1.ConditionTrue, edgev1alpha1.ReasonMailboxReady,
 		fmt.Sprintf("mailbox workspace %s is ready for the syncer", path))
 
-	recheck := c.syncerStatus(status, c.heartbeat(logicalcluster.Name(ws.Spec.Cluster)))
+	var recheck time.Duration
+	renewed, known := c.heartbeat(logicalcluster.Name(ws.Spec.Cluster))
+	if known || meta.FindStatusCondition(status.Conditions, edgev1alpha1.SyncTargetSyncerReady) == nil {
+		// Until the heartbeats are known, SyncerReady stays as it was; their watch's first
+		// list brings every SyncTarget back.
+		recheck = c.syncerStatus(status, renewed)
+	}
 	return recheck, c.writeStatus(ctx, cluster, st, status)
 }
 
@@ -96,6 +102,9 @@ func (c *Controller) ensureWorkspace(ctx context.Context, cluster logicalcluster
 		return obj.(*tenancyv1alpha1.Workspace), nil
 	}
 	ws := &tenancyv1alpha1.Workspace{
+		Spec: tenancyv1alpha1.WorkspaceSpec{
+			Type: &tenancyv1alpha1.WorkspaceTypeReference{Name: edgev1alpha1.MailboxWorkspaceType, Path: c.cfg.ESPW.String()},
+		},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:   name,
 			Labels: map[string]string{LabelMailbox: "true"},

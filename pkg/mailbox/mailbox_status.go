@@ -4,33 +4,11 @@ import (
 	"fmt"
 	"time"
 
-	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
-	"github.com/kcp-dev/logicalcluster/v3"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 )
-
-// heartbeat returns the renew time of the heartbeat Lease in the mailbox with the given logical
-// cluster, or nil if there is none.
-func (c *Controller) heartbeat(mailbox logicalcluster.Name) *time.Time {
-	obj, exists, err := c.leases.GetIndexer().GetByKey(kcpcache.ToClusterAwareKey(mailbox.String(), SyncerNamespace, HeartbeatLease))
-	if err != nil || !exists {
-		return nil
-	}
-	u := obj.(*unstructured.Unstructured)
-	s, found, _ := unstructured.NestedString(u.Object, "spec", "renewTime")
-	if !found {
-		return nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return nil
-	}
-	return &t
-}
 
 // syncerStatus sets SyncerReady and lastSyncerHeartbeatTime from the last heartbeat (nil: none
 // yet), and returns when the condition would change if no heartbeat came (0: never).

@@ -181,7 +181,7 @@ func runRound(ctx context.Context, o Options, ready *atomic.Pointer[string]) err
 		for _, name := range o.Controllers {
 			switch name {
 			case mailbox.ControllerName:
-				c, err := mailbox.NewController(mailbox.Config{ESPW: o.ESPW, KCP: kcp, Kube: kube, EdgeVW: edgeVW, Workers: o.Workers})
+				c, err := mailbox.NewController(mailbox.Config{ESPW: o.ESPW, KCP: kcp, Kube: kube, EdgeVW: edgeVW, VWConfig: base, Workers: o.Workers})
 				if err != nil {
 					return nil, err
 				}

@@ -87,6 +87,13 @@ func (e *Ensurer) timeout() time.Duration {
 // Workspace makes sure the workspace at path exists and is ready, creating it, and any missing
 // ancestor below root, with the parent's default type. It returns the ready Workspace.
 func (e *Ensurer) Workspace(ctx context.Context, path logicalcluster.Path) (*tenancyv1alpha1.Workspace, error) {
+	return e.WorkspaceOfType(ctx, path, nil)
+}
+
+// WorkspaceOfType is Workspace for a workspace of the given type (nil: the parent's default),
+// which it creates with that type. An existing workspace of another type is an error, since kcp
+// cannot change a workspace's type.
+func (e *Ensurer) WorkspaceOfType(ctx context.Context, path logicalcluster.Path, wsType *tenancyv1alpha1.WorkspaceTypeReference) (*tenancyv1alpha1.Workspace, error) {
 	parent, ok := path.Parent()
 	if !ok {
 		return nil, fmt.Errorf("workspace %s has no parent", path)
@@ -102,9 +109,11 @@ func (e *Ensurer) Workspace(ctx context.Context, path logicalcluster.Path) (*ten
 			}
 		}
 		e.say("creating workspace %s", path)
-		ws, err = e.KCP.Cluster(parent).TenancyV1alpha1().Workspaces().Create(ctx, &tenancyv1alpha1.Workspace{
-			ObjectMeta: metav1.ObjectMeta{Name: name},
-		}, metav1.CreateOptions{})
+		want := &tenancyv1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if wsType != nil {
+			want.Spec.Type = wsType.DeepCopy()
+		}
+		ws, err = e.KCP.Cluster(parent).TenancyV1alpha1().Workspaces().Create(ctx, want, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			ws, err = e.KCP.Cluster(parent).TenancyV1alpha1().Workspaces().Get(ctx, name, metav1.GetOptions{})
 		}
@@ -113,6 +122,10 @@ func (e *Ensurer) Workspace(ctx context.Context, path logicalcluster.Path) (*ten
 		}
 	default:
 		return nil, fmt.Errorf("reading workspace %s: %w", path, err)
+	}
+	if wsType != nil && (ws.Spec.Type == nil || ws.Spec.Type.Name != wsType.Name || ws.Spec.Type.Path != wsType.Path) {
+		return nil, fmt.Errorf("workspace %s exists with type %s, but it must be of type %s:%s, and kcp cannot change a workspace's type: delete the workspace (kubectl delete workspace %s in %s) and try again",
+			path, describeType(ws.Spec.Type), wsType.Path, wsType.Name, name, parent)
 	}
 	if ws.Status.Phase == corev1alpha1.LogicalClusterPhaseReady {
 		return ws, nil
@@ -129,6 +142,16 @@ func (e *Ensurer) Workspace(ctx context.Context, path logicalcluster.Path) (*ten
 		return nil, fmt.Errorf("workspace %s did not become ready (phase %q%s): %w", path, ws.Status.Phase, conditionsSummary(ws.Status.Conditions), err)
 	}
 	return ws, nil
+}
+
+func describeType(t *tenancyv1alpha1.WorkspaceTypeReference) string {
+	if t == nil {
+		return "(none)"
+	}
+	if t.Path == "" {
+		return string(t.Name)
+	}
+	return t.Path + ":" + string(t.Name)
 }
 
 // isParentMissing tells whether err says that the workspace the request went to does not exist,

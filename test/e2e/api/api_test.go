@@ -30,10 +30,20 @@ func setUp(t *testing.T) (espw, imw, wmw logicalcluster.Path) {
 func TestInitEnsureAndEveryKind(t *testing.T) {
 	t.Parallel()
 	s := framework.KCP(t)
-	_, imw, wmw := setUp(t)
+	espw, imw, wmw := setUp(t)
 
 	framework.Kubectl(t, "--server", s.ServerURL(imw), "apply", "-f", "testdata/inventory.yaml").MustSucceed(t)
 	framework.Kubectl(t, "--server", s.ServerURL(wmw), "apply", "-f", "testdata/workload.yaml").MustSucceed(t)
+	// A workspace of the lean mailbox type, as the mailbox controller makes them, serves the
+	// SyncerConfig by its one default binding.
+	mailbox := espw.Join("test-mailbox")
+	framework.KubectlApply(t, s.ServerURL(espw), fmt.Sprintf(`apiVersion: tenancy.kcp.io/v1alpha1
+kind: Workspace
+metadata: {name: test-mailbox}
+spec: {type: {name: %s, path: "%s"}}
+`, edgev1alpha1.MailboxWorkspaceType, espw)).MustSucceed(t)
+	framework.Kubectl(t, "--server", s.ServerURL(espw), "wait", "--for=jsonpath={.status.phase}=Ready", "workspace/test-mailbox", "--timeout=60s").MustSucceed(t)
+	framework.Kubectl(t, "--server", s.ServerURL(mailbox), "apply", "-f", "testdata/mailbox.yaml").MustSucceed(t)
 
 	ctx := framework.Context(t, time.Minute)
 	type want struct {
@@ -49,7 +59,7 @@ func TestInitEnsureAndEveryKind(t *testing.T) {
 		{wmw, edge.WithResource("edgeplacements"), "", "web"},
 		{wmw, edge.WithResource("singleplacementslices"), "", "web-0"},
 		{wmw, edge.WithResource("customizers"), "demo", "web"},
-		{wmw, edge.WithResource("syncerconfigs"), "", "the-one"},
+		{mailbox, edge.WithResource("syncerconfigs"), "", "the-one"},
 		{wmw, schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, "demo", "web"},
 		{wmw, schema.GroupVersionResource{Version: "v1", Resource: "services"}, "demo", "web"},
 	} {

@@ -34,6 +34,7 @@ const (
 	ReasonNoLocationMatches     = "NoLocationMatches"
 	ReasonNoSyncTargetMatches   = "NoSyncTargetMatches"
 	ReasonInvalidSelector       = "InvalidSelector"
+	ReasonSliceConflict         = "SliceConflict"
 	ReasonConflictingProjection = "ConflictingProjection"
 )
 
@@ -59,6 +60,16 @@ const (
 	// WorkloadsAPIExportName serves the common Kubernetes workload kinds (Deployments, Jobs,
 	// Services, ...) so that workload and mailbox workspaces can hold them.
 	WorkloadsAPIExportName = "workloads.edge.kcp.io"
+	// MailboxAPIExportName serves what a mailbox holds besides the workload copies: the
+	// SyncerConfig, and a permission claim on the syncer's heartbeat Lease. Mailboxes bind it, and
+	// nothing else, by their WorkspaceType.
+	MailboxAPIExportName = "mailbox.edge.kcp.io"
+	// ServiceProviderWorkspaceType is the WorkspaceType of the ESPW, created by 'kubectl edge init'
+	// in the ESPW's parent: like kcp's universal type, but it may also hold mailbox workspaces.
+	ServiceProviderWorkspaceType = "edge-service-provider"
+	// MailboxWorkspaceType is the WorkspaceType of mailbox workspaces, in the ESPW: a lean type
+	// whose only default APIBinding is to MailboxAPIExportName.
+	MailboxWorkspaceType = "mailbox"
 	// DefaultESPW is the default path of the edge service provider workspace.
 	DefaultESPW = "root:espw"
 )
