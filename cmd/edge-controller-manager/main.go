@@ -29,7 +29,7 @@ func main() {
 	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of kcp with admin rights")
 	kubeContext := fs.String("context", "", "context of the kubeconfig to use (default: its current context)")
 	espw := fs.String("espw", edgev1alpha1.DefaultESPW, "path of the edge service provider workspace")
-	controllers := fs.StringSlice("controllers", []string{"mailbox"}, "controllers to run: mailbox, scheduler, placement-translator, status-summarizer")
+	controllers := fs.StringSlice("controllers", manager.AvailableControllers(), "controllers to run: mailbox, scheduler, placement-translator, status-summarizer")
 	workers := fs.Int("workers", 8, "reconciles at once, per controller")
 	httpAddress := fs.String("http-address", ":8090", "address serving /healthz, /readyz and /metrics")
 	leaderElect := fs.Bool("leader-elect", true, "elect a leader among replicas with a Lease in the ESPW, so that several replicas are safe")

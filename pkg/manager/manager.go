@@ -33,15 +33,28 @@ import (
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 	"github.com/kcp-dev/edge-mc/pkg/mailbox"
+	"github.com/kcp-dev/edge-mc/pkg/scheduler"
 	"github.com/kcp-dev/edge-mc/pkg/workspaces"
 )
 
 // Controllers are the names accepted by --controllers, with whether this version has them.
 var Controllers = map[string]bool{
-	mailbox.ControllerName: true,
-	"scheduler":            false,
-	"placement-translator": false,
-	"status-summarizer":    false,
+	mailbox.ControllerName:   true,
+	scheduler.ControllerName: true,
+	"placement-translator":   false,
+	"status-summarizer":      false,
+}
+
+// AvailableControllers are the controllers this version has, sorted: the default of --controllers.
+func AvailableControllers() []string {
+	var names []string
+	for n, available := range Controllers {
+		if available {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return names
 }
 
 // Options configure the manager.
@@ -182,6 +195,12 @@ func runRound(ctx context.Context, o Options, ready *atomic.Pointer[string]) err
 			switch name {
 			case mailbox.ControllerName:
 				c, err := mailbox.NewController(mailbox.Config{ESPW: o.ESPW, KCP: kcp, Kube: kube, EdgeVW: edgeVW, VWConfig: base, Workers: o.Workers})
+				if err != nil {
+					return nil, err
+				}
+				controllers = append(controllers, runnable{name: name, start: c.Start, synced: c.HasSynced})
+			case scheduler.ControllerName:
+				c, err := scheduler.NewController(scheduler.Config{EdgeVW: edgeVW, Workers: o.Workers})
 				if err != nil {
 					return nil, err
 				}

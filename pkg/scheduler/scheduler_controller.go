@@ -1,0 +1,276 @@
+// Package scheduler is the edge scheduler. It resolves every EdgePlacement, in any workload
+// workspace, to its destinations: the schedulable SyncTargets selected by the instanceSelector of
+// each Location, in any inventory workspace, that one of the placement's locationSelectors
+// matches. It writes them into SinglePlacementSlices owned by the placement (at most
+// edgev1alpha1.MaxDestinationsPerSlice destinations each, in a stable order, so that an unchanged
+// result writes nothing), and reports in the placement's status (observedGeneration, counts, the
+// Scheduled condition) and in each Location's status (instances, availableInstances).
+//
+// It sees all four kinds through the virtual workspace of the APIExport edge.kcp.io, one watch
+// each, and keeps the matching in an Engine: a change costs work in proportion to what it can
+// affect (one Location against the placements, one SyncTarget against the Locations of its own
+// workspace), and only the placements whose result can change are written.
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
+	kcpdynamic "github.com/kcp-dev/client-go/dynamic"
+	kcpdynamicinformer "github.com/kcp-dev/client-go/dynamic/dynamicinformer"
+	"github.com/kcp-dev/logicalcluster/v3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+)
+
+// ControllerName names the controller in logs, metrics and --controllers.
+const ControllerName = "scheduler"
+
+// resyncPeriod is how often the informers replay their caches; nothing depends on it.
+const resyncPeriod = 10 * time.Minute
+
+var (
+	placementsGVR  = edgev1alpha1.SchemeGroupVersion.WithResource("edgeplacements")
+	locationsGVR   = edgev1alpha1.SchemeGroupVersion.WithResource("locations")
+	syncTargetsGVR = edgev1alpha1.SchemeGroupVersion.WithResource("synctargets")
+	slicesGVR      = edgev1alpha1.SchemeGroupVersion.WithResource("singleplacementslices")
+)
+
+// byOwner indexes SinglePlacementSlices by <cluster>|<name of the owning EdgePlacement>.
+const byOwner = "byOwner"
+
+// Config is what the controller needs.
+type Config struct {
+	// EdgeVW reaches the virtual workspace of the APIExport edge.kcp.io.
+	EdgeVW kcpdynamic.ClusterInterface
+	// Workers is the number of reconciles at once.
+	Workers int
+	// MaxDestinationsPerSlice bounds a slice; 0 means edgev1alpha1.MaxDestinationsPerSlice.
+	MaxDestinationsPerSlice int
+}
+
+// Controller is the edge scheduler. Create it with NewController and run it with Start.
+type Controller struct {
+	cfg   Config
+	queue workqueue.TypedRateLimitingInterface[queueKey]
+
+	placements  cache.SharedIndexInformer
+	locations   cache.SharedIndexInformer
+	syncTargets cache.SharedIndexInformer
+	slices      cache.SharedIndexInformer
+
+	// engineMu guards engine, which the informers' handlers feed and the workers read.
+	engineMu sync.Mutex
+	engine   *Engine
+}
+
+// queueKey is a placement to write slices and status for, or a Location to write status for.
+type queueKey struct {
+	placement PlacementKey
+	location  ObjectKey
+}
+
+// NewController builds the controller and its informers.
+func NewController(cfg Config) (*Controller, error) {
+	if cfg.Workers <= 0 {
+		cfg.Workers = 8
+	}
+	c := &Controller{
+		cfg: cfg,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[queueKey](),
+			workqueue.TypedRateLimitingQueueConfig[queueKey]{Name: ControllerName}),
+		engine: NewEngine(),
+	}
+	newInformer := func(gvr schema.GroupVersionResource, indexers cache.Indexers) cache.SharedIndexInformer {
+		indexers[kcpcache.ClusterIndexName] = kcpcache.ClusterIndexFunc
+		return kcpdynamicinformer.NewFilteredDynamicInformer(cfg.EdgeVW, gvr, resyncPeriod, indexers, nil).Informer()
+	}
+	c.placements = newInformer(placementsGVR, cache.Indexers{})
+	c.locations = newInformer(locationsGVR, cache.Indexers{})
+	c.syncTargets = newInformer(syncTargetsGVR, cache.Indexers{})
+	c.slices = newInformer(slicesGVR, cache.Indexers{byOwner: func(obj any) ([]string, error) {
+		if key, ok := sliceOwner(obj); ok {
+			return []string{key.String()}, nil
+		}
+		return nil, nil
+	}})
+
+	handlers := []struct {
+		informer cache.SharedIndexInformer
+		set      func(cluster string, u *unstructured.Unstructured) []PlacementKey
+		del      func(cluster, name string) []PlacementKey
+	}{
+		{c.placements, c.setPlacement, func(cluster, name string) []PlacementKey {
+			return c.engine.DeletePlacement(PlacementKey{cluster, name})
+		}},
+		{c.locations, c.setLocation, func(cluster, name string) []PlacementKey {
+			return c.engine.DeleteLocation(ObjectKey{cluster, name})
+		}},
+		{c.syncTargets, c.setSyncTarget, func(cluster, name string) []PlacementKey {
+			return c.engine.DeleteSyncTarget(ObjectKey{cluster, name})
+		}},
+	}
+	for _, h := range handlers {
+		if _, err := h.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { c.feed(obj, h.set, nil) },
+			UpdateFunc: func(_, obj any) { c.feed(obj, h.set, nil) },
+			DeleteFunc: func(obj any) { c.feed(obj, nil, h.del) },
+		}); err != nil {
+			return nil, err
+		}
+	}
+	// A slice edited or deleted by someone else is put back.
+	if _, err := c.slices.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, obj any) { c.enqueueSliceOwner(obj) },
+		DeleteFunc: c.enqueueSliceOwner,
+	}); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// feed passes one informer event to the engine and queues what it says changed.
+func (c *Controller) feed(obj any, set func(string, *unstructured.Unstructured) []PlacementKey, del func(string, string) []PlacementKey) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		utilruntime.HandleError(fmt.Errorf("%s: unexpected object %T", ControllerName, obj))
+		return
+	}
+	cluster := logicalcluster.From(u).String()
+	c.engineMu.Lock()
+	var dirty []PlacementKey
+	if set != nil && u.GetDeletionTimestamp() == nil {
+		dirty = set(cluster, u)
+	} else {
+		dirty = del(cluster, u.GetName())
+	}
+	changedLocations := c.engine.TakeChangedLocations()
+	c.engineMu.Unlock()
+	for _, k := range dirty {
+		c.queue.Add(queueKey{placement: k})
+	}
+	for _, k := range changedLocations {
+		c.queue.Add(queueKey{location: k})
+	}
+}
+
+// setPlacement, setLocation and setSyncTarget run with engineMu held. An object that does not
+// decode (which admission should prevent) is logged and treated as matching nothing.
+func (c *Controller) setPlacement(cluster string, u *unstructured.Unstructured) []PlacementKey {
+	p := &edgev1alpha1.EdgePlacement{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, p); err != nil {
+		utilruntime.HandleError(fmt.Errorf("decoding EdgePlacement %s|%s: %w", cluster, u.GetName(), err))
+	}
+	return c.engine.SetPlacement(PlacementKey{cluster, u.GetName()}, p.Spec.LocationSelectors)
+}
+
+func (c *Controller) setLocation(cluster string, u *unstructured.Unstructured) []PlacementKey {
+	l := &edgev1alpha1.Location{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, l); err != nil {
+		utilruntime.HandleError(fmt.Errorf("decoding Location %s|%s: %w", cluster, u.GetName(), err))
+	}
+	return c.engine.SetLocation(ObjectKey{cluster, u.GetName()}, u.GetLabels(), &l.Spec.InstanceSelector)
+}
+
+func (c *Controller) setSyncTarget(cluster string, u *unstructured.Unstructured) []PlacementKey {
+	unschedulable, _, _ := unstructured.NestedBool(u.Object, "spec", "unschedulable")
+	return c.engine.SetSyncTarget(ObjectKey{cluster, u.GetName()}, u.GetUID(), u.GetLabels(), unschedulable)
+}
+
+func (c *Controller) enqueueSliceOwner(obj any) {
+	if key, ok := sliceOwner(obj); ok {
+		c.queue.Add(queueKey{placement: key})
+	}
+}
+
+// sliceOwner returns the EdgePlacement that controls a SinglePlacementSlice.
+func sliceOwner(obj any) (PlacementKey, bool) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return PlacementKey{}, false
+	}
+	for _, ref := range m.GetOwnerReferences() {
+		if ref.Controller != nil && *ref.Controller && ref.Kind == "EdgePlacement" && ref.APIVersion == edgev1alpha1.SchemeGroupVersion.String() {
+			return PlacementKey{logicalcluster.From(m).String(), ref.Name}, true
+		}
+	}
+	return PlacementKey{}, false
+}
+
+// Start runs the informers and workers until ctx ends. It returns an error if the informers do
+// not sync.
+func (c *Controller) Start(ctx context.Context) error {
+	logger := klog.FromContext(ctx).WithValues("controller", ControllerName)
+	ctx = klog.NewContext(ctx, logger)
+	defer utilruntime.HandleCrash()
+	defer c.queue.ShutDown()
+
+	informers := []cache.SharedIndexInformer{c.placements, c.locations, c.syncTargets, c.slices}
+	for _, inf := range informers {
+		go inf.Run(ctx.Done())
+	}
+	logger.Info("waiting for caches")
+	if !cache.WaitForCacheSync(ctx.Done(), c.HasSynced) {
+		return fmt.Errorf("%s controller: caches did not sync", ControllerName)
+	}
+	logger.Info("caches synced; starting workers", "workers", c.cfg.Workers)
+	var wg sync.WaitGroup
+	for range c.cfg.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c.processNext(ctx) {
+			}
+		}()
+	}
+	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
+	return nil
+}
+
+// HasSynced says whether the informers have synced, for readiness.
+func (c *Controller) HasSynced() bool {
+	return c.placements.HasSynced() && c.locations.HasSynced() && c.syncTargets.HasSynced() && c.slices.HasSynced()
+}
+
+func (c *Controller) processNext(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	logger := klog.FromContext(ctx)
+	var err error
+	if key.location.Name != "" {
+		logger = logger.WithValues("location", key.location.String())
+		err = c.reconcileLocation(klog.NewContext(ctx, logger), key.location)
+	} else {
+		logger = logger.WithValues("placement", key.placement.String())
+		err = c.reconcilePlacement(klog.NewContext(ctx, logger), key.placement)
+	}
+	if err != nil {
+		logger.Error(err, "reconcile failed; will retry")
+		c.queue.AddRateLimited(key)
+		return true
+	}
+	c.queue.Forget(key)
+	return true
+}
