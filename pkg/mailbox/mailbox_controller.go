@@ -83,7 +83,13 @@ type Config struct {
 	VWConfig *rest.Config
 	// Workers is the number of reconciles at once.
 	Workers int
+	// MaxSetups bounds the mailboxes being set up at once (default DefaultMaxSetups).
+	MaxSetups int
 }
+
+// DefaultMaxSetups is the default of Config.MaxSetups: enough to keep kcp busy, few enough that
+// each mailbox is ready in seconds when a thousand SyncTargets arrive at once.
+const DefaultMaxSetups = 64
 
 // Controller is the mailbox controller. Create it with NewController and run it with Start.
 type Controller struct {
@@ -100,6 +106,8 @@ type Controller struct {
 	// by this process, so that heartbeats do not cost reads in the mailbox.
 	contentsMu    sync.Mutex
 	contentsReady map[types.UID]bool
+	// setups holds the mailboxes (by name) being set up, with when each began.
+	setups map[string]time.Time
 	// notYet paces the checks of mailboxes being set up, per mailbox workspace.
 	notYet workqueue.TypedRateLimiter[types.UID]
 
@@ -121,11 +129,15 @@ func NewController(cfg Config) (*Controller, error) {
 	if cfg.Workers <= 0 {
 		cfg.Workers = 8
 	}
+	if cfg.MaxSetups <= 0 {
+		cfg.MaxSetups = DefaultMaxSetups
+	}
 	c := &Controller{
 		cfg: cfg,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[queueKey](),
 			workqueue.TypedRateLimitingQueueConfig[queueKey]{Name: ControllerName}),
 		contentsReady: map[types.UID]bool{},
+		setups:        map[string]time.Time{},
 		notYet:        workqueue.NewTypedItemExponentialFailureRateLimiter[types.UID](notYetFirst, notYetMax),
 		now:           time.Now,
 	}

@@ -43,5 +43,6 @@ func (c *Controller) checkOrphan(ctx context.Context, name string) error {
 	}
 	c.setContentsReady(ws.UID, false)
 	c.notYet.Forget(ws.UID)
+	c.endSetup(name)
 	return nil
 }

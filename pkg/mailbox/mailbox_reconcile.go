@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	corev1alpha1 "github.com/kcp-dev/kcp/sdk/apis/core/v1alpha1"
@@ -36,6 +37,10 @@ func (c *Controller) reconcile(ctx context.Context, cluster logicalcluster.Name,
 	ws, err := c.ensureWorkspace(ctx, cluster, st, name)
 	var invalid *invalidNameError
 	switch {
+	case errors.Is(err, errSetupQueued):
+		setCondition(status, edgev1alpha1.SyncTargetMailboxReady, metav1.ConditionFalse, edgev1alpha1.ReasonMailboxCreating,
+			fmt.Sprintf("queued: %d mailboxes are being set up, the most this controller sets up at once", c.cfg.MaxSetups))
+		return setupQueuedRecheck + time.Duration(rand.Int64N(int64(setupQueuedRecheck))), c.writeStatus(ctx, cluster, st, status)
 	case errors.As(err, &invalid):
 		setCondition(status, edgev1alpha1.SyncTargetMailboxReady, metav1.ConditionFalse, edgev1alpha1.ReasonInvalidName, invalid.Error())
 		return 0, c.writeStatus(ctx, cluster, st, status)
@@ -44,17 +49,17 @@ func (c *Controller) reconcile(ctx context.Context, cluster logicalcluster.Name,
 		return 0, errors.Join(err, c.writeStatus(ctx, cluster, st, status))
 	}
 	status.MailboxWorkspace = path.String()
+	// While the mailbox is being set up, one message covers every stage, so that its progress
+	// (the workspace's phases, the binding, the token) costs no status writes.
+	settingUp := fmt.Sprintf("setting up mailbox workspace %s: the workspace, its APIBinding and the syncer's identity", path)
 	if ws.Status.Phase != corev1alpha1.LogicalClusterPhaseReady || ws.Spec.Cluster == "" {
-		setCondition(status, edgev1alpha1.SyncTargetMailboxReady, metav1.ConditionFalse, edgev1alpha1.ReasonMailboxCreating,
-			fmt.Sprintf("waiting for mailbox workspace %s to be ready (phase %q)", path, ws.Status.Phase))
+		setCondition(status, edgev1alpha1.SyncTargetMailboxReady, metav1.ConditionFalse, edgev1alpha1.ReasonMailboxCreating, settingUp)
 		return 0, c.writeStatus(ctx, cluster, st, status) // the workspace's events bring it back
 	}
-	status.MailboxCluster = ws.Spec.Cluster
 
 	if !c.isContentsReady(ws.UID) {
 		if err := c.ensureContents(ctx, path); errors.Is(err, errNotYet) {
-			setCondition(status, edgev1alpha1.SyncTargetMailboxReady, metav1.ConditionFalse, edgev1alpha1.ReasonMailboxCreating,
-				fmt.Sprintf("setting up mailbox workspace %s: waiting for its APIBindings and the syncer's token", path))
+			setCondition(status, edgev1alpha1.SyncTargetMailboxReady, metav1.ConditionFalse, edgev1alpha1.ReasonMailboxCreating, settingUp)
 			return c.notYet.When(ws.UID), c.writeStatus(ctx, cluster, st, status)
 		} else if err != nil {
 			setCondition(status, edgev1alpha1.SyncTargetMailboxReady, metav1.ConditionFalse, edgev1alpha1.ReasonMailboxError,
@@ -63,8 +68,10 @@ func (c *Controller) reconcile(ctx context.Context, cluster logicalcluster.Name,
 		}
 		c.setContentsReady(ws.UID, true)
 		c.notYet.Forget(ws.UID)
+		c.endSetup(name)
 		logger.V(2).Info("mailbox ready", "mailbox", path)
 	}
+	status.MailboxCluster = ws.Spec.Cluster
 	setCondition(status, edgev1alpha1.SyncTargetMailboxReady, metav1.ConditionTrue, edgev1alpha1.ReasonMailboxReady,
 		fmt.Sprintf("mailbox workspace %s is ready for the syncer", path))
 
@@ -84,6 +91,46 @@ const (
 	notYetFirst = 500 * time.Millisecond
 	notYetMax   = 15 * time.Second
 )
+
+// errSetupQueued means that the mailbox is not created yet because MaxSetups mailboxes are being
+// set up. kcp sets up workspaces faster, in total, a few at a time than all at once: each is
+// ready sooner, and the fleet sooner too.
+var errSetupQueued = errors.New("queued behind other mailboxes being set up")
+
+// setupQueuedRecheck is how soon a queued SyncTarget looks for a free slot (plus up to as much
+// again, at random); looking costs no request.
+const setupQueuedRecheck = 500 * time.Millisecond
+
+// setupSlotTimeout frees the slot of a mailbox whose set-up has not finished in this long, so
+// that one stuck mailbox cannot hold up the others.
+const setupSlotTimeout = 2 * time.Minute
+
+// admitSetup takes a set-up slot for the named mailbox, if one is free.
+func (c *Controller) admitSetup(name string) bool {
+	c.contentsMu.Lock()
+	defer c.contentsMu.Unlock()
+	if _, ok := c.setups[name]; ok {
+		return true
+	}
+	now := c.now()
+	for n, started := range c.setups {
+		if now.Sub(started) > setupSlotTimeout {
+			delete(c.setups, n)
+		}
+	}
+	if len(c.setups) >= c.cfg.MaxSetups {
+		return false
+	}
+	c.setups[name] = now
+	return true
+}
+
+// endSetup frees the named mailbox's set-up slot.
+func (c *Controller) endSetup(name string) {
+	c.contentsMu.Lock()
+	defer c.contentsMu.Unlock()
+	delete(c.setups, name)
+}
 
 // invalidNameError says that no workspace can be named for a SyncTarget.
 type invalidNameError struct{ msg string }
@@ -115,12 +162,16 @@ func (c *Controller) ensureWorkspace(ctx context.Context, cluster logicalcluster
 			},
 		},
 	}
+	if !c.admitSetup(name) {
+		return nil, errSetupQueued
+	}
 	klog.FromContext(ctx).Info("creating mailbox workspace", "mailbox", c.cfg.ESPW.Join(name))
 	created, err := c.cfg.KCP.Cluster(c.cfg.ESPW).TenancyV1alpha1().Workspaces().Create(ctx, ws, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		return c.cfg.KCP.Cluster(c.cfg.ESPW).TenancyV1alpha1().Workspaces().Get(ctx, name, metav1.GetOptions{})
 	}
 	if err != nil {
+		c.endSetup(name)
 		return nil, fmt.Errorf("creating mailbox workspace %s in %s: %w", name, c.cfg.ESPW, err)
 	}
 	return created, nil
