@@ -108,12 +108,17 @@ test: tools lint verify-codegen test-unit test-e2e ## Everything CI runs: lint, 
 BENCH_N ?= 1000
 
 .PHONY: bench
-bench: bench-mailboxes ## Run the benchmarks (each prints a table and writes JSON into _output/).
+bench: bench-mailboxes bench-scheduler ## Run the benchmarks (each prints a table and writes JSON into _output/).
 
 .PHONY: bench-mailboxes
 bench-mailboxes: $(KCP) ## Mailbox controller: BENCH_N SyncTargets to MailboxReady vs. raw workspace creation, memory.
 	@mkdir -p _output
 	$(GO) run ./test/bench/mailboxes -n $(BENCH_N) -json _output/bench-mailboxes.json
+
+.PHONY: bench-scheduler
+bench-scheduler: $(KCP) ## Edge scheduler: BENCH_N SyncTargets and Locations, 100 EdgePlacements; resolve all, one label change.
+	@mkdir -p _output
+	$(GO) run ./test/bench/scheduler -locations $(BENCH_N) -placements 100 -json _output/bench-scheduler.json
 
 ##@ Try it
 
