@@ -32,3 +32,22 @@ func RSS(pid int) (current, peak int64, err error) {
 	}
 	return current, peak, sc.Err()
 }
+
+// CPUSeconds is the user+system CPU time the process has used, from /proc/<pid>/stat (0 if it
+// cannot be read).
+func CPUSeconds(pid int) float64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name, which is in parentheses and may hold spaces.
+	s := string(raw)
+	i := strings.LastIndexByte(s, ')')
+	fields := strings.Fields(s[i+1:])
+	if len(fields) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseFloat(fields[11], 64)
+	stime, _ := strconv.ParseFloat(fields[12], 64)
+	return (utime + stime) / 100 // USER_HZ
+}

@@ -21,8 +21,6 @@ import (
 	goruntime "runtime"
 	"sort"
 	"strconv"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -107,7 +105,7 @@ func run(n, parallel, workers int, jsonOut string) error {
 	rssStart, _, _ := framework.RSS(s.PID())
 	say("raw: creating %d bare workspaces, %d at a time", n, parallel)
 	start := time.Now()
-	if err := forEach(n, parallel, func(i int) error {
+	if err := framework.ForEach(n, parallel, func(i int) error {
 		return createReadyWorkspace(ctx, s, logicalcluster.NewPath("root:raw"), fmt.Sprintf("ws-%05d", i))
 	}); err != nil {
 		return err
@@ -160,7 +158,7 @@ func run(n, parallel, workers int, jsonOut string) error {
 	say("mailboxes: creating %d SyncTargets, %d at a time, with edge-controller-manager running", n, parallel)
 	start = time.Now()
 	var created atomic.Int64
-	if err := forEach(n, parallel, func(i int) error {
+	if err := framework.ForEach(n, parallel, func(i int) error {
 		u := &unstructured.Unstructured{}
 		u.SetAPIVersion(edgev1alpha1.SchemeGroupVersion.String())
 		u.SetKind("SyncTarget")
@@ -216,7 +214,7 @@ func run(n, parallel, workers int, jsonOut string) error {
 	res.KCPMBPerMailbox = float64(rssAfter-rssBefore) / float64(n) / 1e6
 	cur, peak, _ := framework.RSS(cm.Process.Pid)
 	res.ControllerRSSMB, res.ControllerPeakRSSMB = float64(cur)/1e6, float64(peak)/1e6
-	res.ControllerCPUSeconds = cpuSeconds(cm.Process.Pid)
+	res.ControllerCPUSeconds = framework.CPUSeconds(cm.Process.Pid)
 
 	printTable(res)
 	if jsonOut != "" {
@@ -238,56 +236,6 @@ func createReadyWorkspace(ctx context.Context, s *framework.Server, parent logic
 		ws, err := s.KCP.Cluster(parent).TenancyV1alpha1().Workspaces().Get(ctx, name, metav1.GetOptions{})
 		return err == nil && ws.Status.Phase == corev1alpha1.LogicalClusterPhaseReady, nil
 	}, "workspace %s", name)
-}
-
-// forEach runs fn for 0..n-1, parallel at a time, and returns the first error.
-func forEach(n, parallel int, fn func(int) error) error {
-	var wg sync.WaitGroup
-	var firstErr error
-	var mu sync.Mutex
-	next := make(chan int)
-	for range parallel {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if err := fn(i); err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = err
-					}
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	return firstErr
-}
-
-// cpuSeconds is the user+system CPU time a process has used, from /proc/<pid>/stat.
-func cpuSeconds(pid int) float64 {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// Fields after the command name (which is in parentheses and may hold spaces).
-	s := string(raw)
-	i := len(s) - 1
-	for i >= 0 && s[i] != ')' {
-		i--
-	}
-	fields := strings.Fields(s[i+1:])
-	if len(fields) < 13 {
-		return 0
-	}
-	utime, _ := strconv.ParseFloat(fields[11], 64)
-	stime, _ := strconv.ParseFloat(fields[12], 64)
-	return (utime + stime) / 100 // USER_HZ
 }
 
 func printTable(r result) {

@@ -186,7 +186,7 @@ func run(c config, jsonOut string) error {
 		wsPaths = append(wsPaths, imws[k])
 	}
 	say("creating %d inventory workspaces and the workload workspace %s, binding %s", c.imws, wmw, edgev1alpha1.EdgeAPIExportName)
-	if err := forEach(len(wsPaths), parallel, func(k int) error {
+	if err := framework.ForEach(len(wsPaths), parallel, func(k int) error {
 		ws, err := ensurer.Workspace(ctx, wsPaths[k])
 		if err != nil {
 			return err
@@ -214,7 +214,7 @@ func run(c config, jsonOut string) error {
 	var created atomic.Int64
 	inventoryStart := time.Now()
 	stopProgress := progress("inventory", &created, 2*c.locations)
-	err = forEach(c.locations, parallel, func(i int) error {
+	err = framework.ForEach(c.locations, parallel, func(i int) error {
 		client := imwClients[c.imwOf(i)]
 		st := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": edgev1alpha1.SchemeGroupVersion.String(),
@@ -254,7 +254,7 @@ func run(c config, jsonOut string) error {
 	say("creating %d EdgePlacements in %s, %d at a time", c.placements, wmw, parallel)
 	created.Store(0)
 	stopProgress = progress("placements", &created, c.placements)
-	err = forEach(c.placements, parallel, func(j int) error {
+	err = framework.ForEach(c.placements, parallel, func(j int) error {
 		p := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": edgev1alpha1.SchemeGroupVersion.String(),
 			"kind":       "EdgePlacement",
@@ -416,7 +416,7 @@ func run(c config, jsonOut string) error {
 	res.LocationStatusesSeconds = locationsDone.Sub(start).Seconds()
 	say("resolve all: every Location's status.instances is 1 %.2fs after edge-controller-manager started", res.LocationStatusesSeconds)
 	tr.waitQuiet(quiet, 30*time.Second)
-	cpuAfterResolve := cpuSeconds(cm.Process.Pid)
+	cpuAfterResolve := framework.CPUSeconds(cm.Process.Pid)
 	res.ControllerCPUResolveSeconds = cpuAfterResolve
 
 	// Phase 2: single label changes. Only SyncTargets whose region some placement selects are
@@ -503,7 +503,7 @@ func run(c config, jsonOut string) error {
 		res.PlacementWritesPerChangeMean, res.PlacementWritesPerChangeMax = meanMax(placementPerStep)
 	}
 
-	res.ControllerCPUSeconds = cpuSeconds(cm.Process.Pid)
+	res.ControllerCPUSeconds = framework.CPUSeconds(cm.Process.Pid)
 	if n := len(res.ChangeSeconds); n > 0 {
 		res.ControllerCPUPerChangeMillisec = 1000 * (res.ControllerCPUSeconds - cpuAfterResolve) / float64(n)
 	}
@@ -786,35 +786,6 @@ func progress(what string, created *atomic.Int64, total int) (stop func()) {
 	return func() { close(done); <-finished }
 }
 
-// forEach runs fn for 0..n-1, parallel at a time, and returns the first error.
-func forEach(n, parallel int, fn func(int) error) error {
-	var wg sync.WaitGroup
-	var firstErr error
-	var mu sync.Mutex
-	next := make(chan int)
-	for range parallel {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if err := fn(i); err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = err
-					}
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	return firstErr
-}
-
 // percentile is the nearest-rank percentile of sorted values.
 func percentile(sorted []float64, p float64) float64 {
 	i := int(math.Ceil(p*float64(len(sorted)))) - 1
@@ -828,27 +799,6 @@ func meanMax(v []int) (float64, int) {
 		m = max(m, x)
 	}
 	return float64(sum) / float64(len(v)), m
-}
-
-// cpuSeconds is the user+system CPU time a process has used, from /proc/<pid>/stat.
-func cpuSeconds(pid int) float64 {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// Fields after the command name (which is in parentheses and may hold spaces).
-	s := string(raw)
-	i := len(s) - 1
-	for i >= 0 && s[i] != ')' {
-		i--
-	}
-	fields := strings.Fields(s[i+1:])
-	if len(fields) < 13 {
-		return 0
-	}
-	utime, _ := strconv.ParseFloat(fields[11], 64)
-	stime, _ := strconv.ParseFloat(fields[12], 64)
-	return (utime + stime) / 100 // USER_HZ
 }
 
 // tail returns the last n lines of a file.
