@@ -23,27 +23,31 @@ var (
 // BinDir returns, so that tests run the code of this tree as a user runs the installed binaries.
 func BinDir(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		root, err := RepoFile()
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binDir, err = os.MkdirTemp("", "edge-mc-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		cmd := exec.Command("go", "build", "-o", binDir+string(os.PathSeparator), "./cmd/...")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/...: %v\n%s", err, out)
-		}
-	})
+	buildOnce.Do(func() { binDir, buildErr = BuildCommands() })
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
 	return binDir
+}
+
+// BuildCommands builds edge-mc's commands (./cmd/...) of this tree into a new temporary
+// directory, and returns it; the caller removes it.
+func BuildCommands() (string, error) {
+	root, err := RepoFile()
+	if err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp("", "edge-mc-bin-")
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.Command("go", "build", "-o", dir+string(os.PathSeparator), "./cmd/...")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("go build ./cmd/...: %v\n%s", err, out)
+	}
+	return dir, nil
 }
 
 // Result is what a command printed and how it ended.

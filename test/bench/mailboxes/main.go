@@ -117,20 +117,11 @@ func run(n, parallel, workers int, jsonOut string) error {
 	say("raw: %d workspaces in %.1fs (%.2f/s)", n, res.RawSeconds, res.RawPerSecond)
 
 	// 2. mailboxes.
-	root, err := framework.RepoFile()
-	if err != nil {
-		return err
-	}
-	binDir, err := os.MkdirTemp("", "edge-mc-bench-")
+	binDir, err := framework.BuildCommands()
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(binDir)
-	build := exec.Command("go", "build", "-o", binDir+"/", "./cmd/edge-controller-manager")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("building edge-controller-manager: %v\n%s", err, out)
-	}
 	ports, err := framework.FreePorts(1)
 	if err != nil {
 		return err

@@ -293,21 +293,12 @@ func run(c config, jsonOut string) error {
 		return err
 	}
 
-	root, err := framework.RepoFile()
-	if err != nil {
-		return err
-	}
-	binDir, err := os.MkdirTemp("", "edge-mc-bench-")
+	say("building edge-controller-manager")
+	binDir, err := framework.BuildCommands()
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(binDir)
-	say("building edge-controller-manager")
-	build := exec.Command("go", "build", "-o", binDir+"/", "./cmd/edge-controller-manager")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("building edge-controller-manager: %v\n%s", err, out)
-	}
 	res.SetupSeconds = time.Since(setupStart).Seconds()
 	res.SetupObjects = 2*c.locations + c.placements
 	say("set-up done in %.1fs (kcp start, ESPW, workspaces, %d objects)", res.SetupSeconds, res.SetupObjects)
