@@ -3,9 +3,12 @@ package cli
 import (
 	"fmt"
 
+	apisv1alpha2 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha2"
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/espw"
 	"github.com/kcp-dev/edge-mc/pkg/workspaces"
 )
 
@@ -19,8 +22,8 @@ func newEnsureCommand(o *Options) *cobra.Command {
 			"binds edge.kcp.io, so that it can hold Locations and SyncTargets",
 			edgev1alpha1.EdgeAPIExportName),
 		newEnsureWorkspaceCommand(o, "wmw", "workload management workspace",
-			"binds edge.kcp.io and workloads.edge.kcp.io, so that it can hold EdgePlacements, Customizers\nand workload objects such as Deployments and Services",
-			edgev1alpha1.EdgeAPIExportName, edgev1alpha1.WorkloadsAPIExportName),
+			"binds edge.kcp.io and workloads.edge.kcp.io, so that it can hold EdgePlacements, Customizers\nand workload objects such as Deployments and Services, accepting the permission claims of\nedge.kcp.io, which let edge-mc's controllers read the workload objects and write back what\ncomes from the edge",
+			edgev1alpha1.WorkloadsAPIExportName, edgev1alpha1.EdgeAPIExportName),
 		newEnsureLocationCommand(o),
 	)
 	return cmd
@@ -60,7 +63,17 @@ from the edge service provider workspace (--espw). Run "kubectl edge init" first
 				return err
 			}
 			for _, name := range exportNames {
-				if _, err := ensurer.Binding(ctx, path, name, espwPath, name); err != nil {
+				// A workload workspace lets the placement translator read (and bring back into it)
+				// its workload objects by accepting the permission claims of edge.kcp.io.
+				var claims []apisv1alpha2.AcceptablePermissionClaim
+				if verb == "wmw" && name == edgev1alpha1.EdgeAPIExportName {
+					export, err := kcp.Cluster(espwPath).ApisV1alpha2().APIExports().Get(ctx, name, metav1.GetOptions{})
+					if err != nil {
+						return fmt.Errorf("reading APIExport %s in %s: %w", name, espwPath, err)
+					}
+					claims = espw.AcceptAll(export.Spec.PermissionClaims)
+				}
+				if _, err := ensurer.BindingAccepting(ctx, path, name, espwPath, name, claims); err != nil {
 					return err
 				}
 			}

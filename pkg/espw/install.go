@@ -8,6 +8,11 @@
 // lets a workspace hold children only of the types its own type allows, so the ESPW has the type
 // "edge-service-provider", created in its parent: universal, plus mailbox children.
 //
+// edge.kcp.io also carries permission claims (EdgeClaims) on the kinds workloads are made of, so
+// that the placement translator can read a workload workspace, once its owner accepts them, through
+// the export's virtual workspace. They name the workloads export by its identity, which kcp gives
+// it when it is created, so they are added here rather than generated.
+//
 // Installing is idempotent: what is already as wanted is left untouched, so a second install
 // changes no resourceVersion.
 package espw
@@ -72,13 +77,32 @@ func Install(ctx context.Context, kcp kcpclientset.ClusterInterface, path logica
 			return nil, err
 		}
 	}
+	// edge.kcp.io claims the resources of workloads.edge.kcp.io by that export's identity, so
+	// it comes last.
+	var edge *apisv1alpha2.APIExport
 	for _, e := range apiExports {
+		if e.Name == edgev1alpha1.EdgeAPIExportName {
+			edge = e
+			continue
+		}
 		if err := ensureExport(ctx, kcp, path, e, res); err != nil {
 			return nil, err
 		}
 	}
-	for _, e := range apiExports {
-		if err := waitForIdentity(ctx, kcp, path, e.Name); err != nil {
+	if edge == nil {
+		return nil, fmt.Errorf("this kubectl-edge carries no APIExport %s", edgev1alpha1.EdgeAPIExportName)
+	}
+	workloads, err := waitForIdentity(ctx, kcp, path, edgev1alpha1.WorkloadsAPIExportName)
+	if err != nil {
+		return nil, err
+	}
+	edge = edge.DeepCopy()
+	edge.Spec.PermissionClaims = EdgeClaims(workloads)
+	if err := ensureExport(ctx, kcp, path, edge, res); err != nil {
+		return nil, err
+	}
+	for _, name := range []string{edgev1alpha1.MailboxAPIExportName, edge.Name} {
+		if _, err := waitForIdentity(ctx, kcp, path, name); err != nil {
 			return nil, err
 		}
 	}
@@ -249,12 +273,15 @@ func ensureWorkspaceType(ctx context.Context, kcp kcpclientset.ClusterInterface,
 	return nil
 }
 
-func waitForIdentity(ctx context.Context, kcp kcpclientset.ClusterInterface, path logicalcluster.Path, name string) error {
-	return workspaces.Poll(ctx, workspaces.DefaultTimeout, func(ctx context.Context) (bool, error) {
+func waitForIdentity(ctx context.Context, kcp kcpclientset.ClusterInterface, path logicalcluster.Path, name string) (*apisv1alpha2.APIExport, error) {
+	var export *apisv1alpha2.APIExport
+	err := workspaces.Poll(ctx, workspaces.DefaultTimeout, func(ctx context.Context) (bool, error) {
 		e, err := kcp.Cluster(path).ApisV1alpha2().APIExports().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
+		export = e
 		return e.Status.IdentityHash != "", nil
 	}, "APIExport %s in %s to get its identity", name, path)
+	return export, err
 }

@@ -33,16 +33,17 @@ import (
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 	"github.com/kcp-dev/edge-mc/pkg/mailbox"
+	placementtranslator "github.com/kcp-dev/edge-mc/pkg/placement-translator"
 	"github.com/kcp-dev/edge-mc/pkg/scheduler"
 	"github.com/kcp-dev/edge-mc/pkg/workspaces"
 )
 
 // Controllers are the names accepted by --controllers, with whether this version has them.
 var Controllers = map[string]bool{
-	mailbox.ControllerName:   true,
-	scheduler.ControllerName: true,
-	"placement-translator":   false,
-	"status-summarizer":      false,
+	mailbox.ControllerName:             true,
+	scheduler.ControllerName:           true,
+	placementtranslator.ControllerName: true,
+	"status-summarizer":                false,
 }
 
 // AvailableControllers are the controllers this version has, sorted: the default of --controllers.
@@ -195,6 +196,16 @@ func runRound(ctx context.Context, o Options, ready *atomic.Pointer[string]) err
 			switch name {
 			case mailbox.ControllerName:
 				c, err := mailbox.NewController(mailbox.Config{ESPW: o.ESPW, KCP: kcp, Kube: kube, EdgeVW: edgeVW, VWConfig: base, Workers: o.Workers})
+				if err != nil {
+					return nil, err
+				}
+				controllers = append(controllers, runnable{name: name, start: c.Start, synced: c.HasSynced})
+			case placementtranslator.ControllerName:
+				admin, err := kcpdynamic.NewForConfig(base)
+				if err != nil {
+					return nil, err
+				}
+				c, err := placementtranslator.NewController(placementtranslator.Config{ESPW: o.ESPW, EdgeVWConfig: vwConfig, Admin: admin, KCP: kcp, Workers: o.Workers})
 				if err != nil {
 					return nil, err
 				}

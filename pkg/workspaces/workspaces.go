@@ -19,6 +19,7 @@ import (
 	conditionsv1alpha1 "github.com/kcp-dev/kcp/sdk/apis/third_party/conditions/apis/conditions/v1alpha1"
 	kcpclientset "github.com/kcp-dev/kcp/sdk/client/clientset/versioned/cluster"
 	"github.com/kcp-dev/logicalcluster/v3"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -163,6 +164,12 @@ func isParentMissing(err error) bool {
 // Binding makes sure the workspace at path has an APIBinding of the given name to the APIExport
 // exportName in the workspace exportPath, and waits until it is bound.
 func (e *Ensurer) Binding(ctx context.Context, path logicalcluster.Path, name string, exportPath logicalcluster.Path, exportName string) (*apisv1alpha2.APIBinding, error) {
+	return e.BindingAccepting(ctx, path, name, exportPath, exportName, nil)
+}
+
+// BindingAccepting is Binding, with the given permission claims of the export accepted (an
+// existing binding's accepted claims are brought in line).
+func (e *Ensurer) BindingAccepting(ctx context.Context, path logicalcluster.Path, name string, exportPath logicalcluster.Path, exportName string, claims []apisv1alpha2.AcceptablePermissionClaim) (*apisv1alpha2.APIBinding, error) {
 	want := apisv1alpha2.BindingReference{Export: &apisv1alpha2.ExportBindingReference{Path: exportPath.String(), Name: exportName}}
 	bindings := e.KCP.Cluster(path).ApisV1alpha2().APIBindings()
 	b, err := bindings.Get(ctx, name, metav1.GetOptions{})
@@ -171,7 +178,7 @@ func (e *Ensurer) Binding(ctx context.Context, path logicalcluster.Path, name st
 		e.say("binding %s in %s to APIExport %s:%s", name, path, exportPath, exportName)
 		b, err = bindings.Create(ctx, &apisv1alpha2.APIBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec:       apisv1alpha2.APIBindingSpec{Reference: want},
+			Spec:       apisv1alpha2.APIBindingSpec{Reference: want, PermissionClaims: claims},
 		}, metav1.CreateOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("creating APIBinding %s in %s: %w", name, path, err)
@@ -182,6 +189,13 @@ func (e *Ensurer) Binding(ctx context.Context, path logicalcluster.Path, name st
 		got := b.Spec.Reference.Export
 		if got == nil || got.Name != exportName || (got.Path != exportPath.String() && got.Path != "") {
 			return nil, fmt.Errorf("workspace %s already has an APIBinding %q that binds %s, not %s:%s; delete it or use another workspace", path, name, describeReference(b.Spec.Reference), exportPath, exportName)
+		}
+		if claims != nil && !equality.Semantic.DeepEqual(b.Spec.PermissionClaims, claims) {
+			e.say("accepting the permission claims of APIExport %s:%s in %s", exportPath, exportName, path)
+			b.Spec.PermissionClaims = claims
+			if b, err = bindings.Update(ctx, b, metav1.UpdateOptions{}); err != nil {
+				return nil, fmt.Errorf("accepting the permission claims in APIBinding %s in %s: %w", name, path, err)
+			}
 		}
 	}
 	if b.Status.Phase == apisv1alpha2.APIBindingPhaseBound {

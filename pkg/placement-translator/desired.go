@@ -1,0 +1,302 @@
+package placementtranslator
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
+	"github.com/kcp-dev/logicalcluster/v3"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/placement-translator/customize"
+	"github.com/kcp-dev/edge-mc/pkg/placement-translator/projection"
+)
+
+// Labels and annotations on the copies in mailboxes.
+const (
+	// LabelProjected marks a copy made by the placement translator; it deletes only these.
+	LabelProjected = "edge.kcp.io/projected"
+	// LabelSourceCluster is the logical cluster of the workload workspace the copy comes from.
+	LabelSourceCluster = "edge.kcp.io/source-cluster"
+	// AnnotationPlacements lists the EdgePlacements that select the copy's original.
+	AnnotationPlacements = "edge.kcp.io/placements"
+	// AnnotationProjectionHash is the hash of what the translator last wrote.
+	AnnotationProjectionHash = "edge.kcp.io/projection-hash"
+	// LabelMailbox on a SyncerConfig is the name of its mailbox workspace.
+	LabelMailbox = "edge.kcp.io/mailbox"
+)
+
+// Problem reasons, per placement and destination.
+const (
+	problemConflict      = "Conflict"
+	problemCustomization = "CustomizationError"
+	problemSelection     = "InvalidDownsync"
+	problemDenatured     = "InvalidDenaturedObject"
+	problemMailbox       = "MailboxNotReady"
+	problemWrite         = "WriteError"
+)
+
+// copyKey identifies a copy in a mailbox.
+type copyKey struct {
+	gvr             schema.GroupVersionResource
+	namespace, name string
+}
+
+func (k copyKey) String() string {
+	id := k.gvr.Resource
+	if k.gvr.Group != "" {
+		id += "." + k.gvr.Group
+	}
+	if k.namespace != "" {
+		return id + "/" + k.namespace + "/" + k.name
+	}
+	return id + "/" + k.name
+}
+
+// desiredCopy is what one copy in a mailbox should be.
+type desiredCopy struct {
+	resource   resource
+	obj        *unstructured.Unstructured
+	source     string
+	placements []string
+}
+
+// problem is something a placement's owner must know about one destination.
+type problem struct {
+	placement placementKey
+	reason    string
+	message   string
+}
+
+// desiredState is everything that should be in one mailbox.
+type desiredState struct {
+	copies map[copyKey]*desiredCopy
+	// keep are copies to leave as they are: their originals fail to customise, or they conflict,
+	// and the last good copy stays.
+	keep map[copyKey]bool
+	// keepSources are workload workspaces whose copies all stay: a placement from there has an
+	// invalid downsync test.
+	keepSources map[string]bool
+	problems    []problem
+	placements  []placementKey
+	upsync      []edgev1alpha1.UpsyncSet
+}
+
+// computeDesired works out what should be in the mailbox from the placements whose slices name
+// it as a destination. ok is false while the objects of some workload workspace are not all
+// known yet. current is what the mailbox holds, by identity, with each copy's source.
+func (c *Controller) computeDesired(mailbox string, current map[copyKey]copyRecord) (d *desiredState, ok bool) {
+	d = &desiredState{copies: map[copyKey]*desiredCopy{}, keep: map[copyKey]bool{}, keepSources: map[string]bool{}}
+	dests := c.destinationsOf(mailbox)
+	keys := make([]placementKey, 0, len(dests))
+	for k := range dests {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+
+	objectsByCluster := map[string][]workloadObject{}
+	conflicts := map[copyKey][]placementKey{}
+	for _, pk := range keys {
+		item, exists, _ := c.placements.GetIndexer().GetByKey(kcpcache.ToClusterAwareKey(pk.cluster, "", pk.name))
+		if !exists {
+			continue
+		}
+		placement := &edgev1alpha1.EdgePlacement{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(asUnstructured(item).Object, placement); err != nil {
+			continue
+		}
+		d.placements = append(d.placements, pk)
+		d.upsync = append(d.upsync, placement.Spec.Upsync...)
+		objs, found := objectsByCluster[pk.cluster]
+		if !found {
+			var synced bool
+			if objs, synced = c.workload.objectsOf(logicalcluster.Name(pk.cluster)); !synced {
+				return nil, false
+			}
+			objectsByCluster[pk.cluster] = objs
+		}
+		params := c.parameters(dests[pk])
+		first := len(d.problems)
+		projected := c.projectPlacement(pk, placement, objs, params, d)
+		for i := first; i < len(d.problems); i++ {
+			d.problems[i].message = fmt.Sprintf("destination %s:%s: %s", dests[pk].Cluster, dests[pk].SyncTargetName, d.problems[i].message)
+		}
+		for key, dc := range projected {
+			prev, taken := d.copies[key]
+			switch {
+			case !taken:
+				d.copies[key] = dc
+			case prev.source == dc.source:
+				prev.placements = append(prev.placements, pk.name)
+			case key.gvr.GroupResource() == namespacesGVR.GroupResource():
+				// A namespace of the same name in two workload workspaces is one namespace at
+				// the edge; the first source's labels and annotations win.
+			default:
+				if len(conflicts[key]) == 0 {
+					for _, n := range prev.placements {
+						conflicts[key] = append(conflicts[key], placementKey{prev.source, n})
+					}
+				}
+				conflicts[key] = append(conflicts[key], pk)
+			}
+		}
+	}
+	// Colliding objects from two workload workspaces: neither overwrites the other. Whatever
+	// copy is there stays; with none, none is made.
+	for key, pks := range conflicts {
+		delete(d.copies, key)
+		d.keep[key] = true
+		var who []string
+		for _, pk := range pks {
+			who = append(who, fmt.Sprintf("EdgePlacement %s of workspace %s", pk.name, pk.cluster))
+		}
+		holder := "neither is projected"
+		if rec, ok := current[key]; ok {
+			holder = "the copy from workspace " + rec.source + " stays"
+		}
+		msg := fmt.Sprintf("%s is selected from more than one workload workspace (%s) for the same destination; %s", key, strings.Join(who, ", "), holder)
+		for _, pk := range pks {
+			d.problems = append(d.problems, problem{pk, problemConflict, msg})
+		}
+	}
+	return d, true
+}
+
+// destinationsOf returns the placements that have the mailbox as a destination, each with
+// that destination.
+func (c *Controller) destinationsOf(mailbox string) map[placementKey]edgev1alpha1.SinglePlacement {
+	out := map[placementKey]edgev1alpha1.SinglePlacement{}
+	items, _ := c.slices.GetIndexer().ByIndex(byMailbox, mailbox)
+	for _, item := range items {
+		u := asUnstructured(item)
+		pk, ok := sliceOwner(u)
+		if !ok {
+			continue
+		}
+		for _, dest := range destinations(u) {
+			if mailboxName(dest) == mailbox {
+				out[pk] = dest
+			}
+		}
+	}
+	return out
+}
+
+// parameters are the customisation parameters of a destination.
+func (c *Controller) parameters(dest edgev1alpha1.SinglePlacement) customize.Parameters {
+	var p customize.Parameters
+	if item, ok, _ := c.syncTargets.GetIndexer().GetByKey(kcpcache.ToClusterAwareKey(dest.Cluster, "", dest.SyncTargetName)); ok {
+		u := asUnstructured(item)
+		p.SyncTargetLabels, p.SyncTargetAnnotations = u.GetLabels(), u.GetAnnotations()
+	}
+	if item, ok, _ := c.locations.GetIndexer().GetByKey(kcpcache.ToClusterAwareKey(dest.Cluster, "", dest.LocationName)); ok {
+		u := asUnstructured(item)
+		p.LocationLabels, p.LocationAnnotations = u.GetLabels(), u.GetAnnotations()
+	}
+	return p
+}
+
+// projectPlacement returns the copies one placement wants at one destination, customised.
+// Problems go into d; an object that fails keeps its last good copy.
+func (c *Controller) projectPlacement(pk placementKey, p *edgev1alpha1.EdgePlacement, objs []workloadObject, params customize.Parameters, d *desiredState) map[copyKey]*desiredCopy {
+	out := map[copyKey]*desiredCopy{}
+	cluster := logicalcluster.Name(pk.cluster)
+	selected := map[copyKey]workloadObject{}
+	byKey := map[copyKey]workloadObject{}
+	for _, wo := range objs {
+		byKey[keyOf(wo)] = wo
+	}
+	for _, wo := range objs {
+		u, r := wo.obj, wo.resource
+		if projection.IsSystemObject(r.gvr.Group, r.gvr.Resource, u) {
+			continue
+		}
+		obj := projection.Object{Group: r.gvr.Group, Resource: r.gvr.Resource, Namespaced: r.namespaced,
+			Namespace: u.GetNamespace(), Name: u.GetName(), Labels: u.GetLabels()}
+		var nsLabels map[string]string
+		if r.namespaced {
+			nsLabels = c.workload.namespaceLabels(cluster, u.GetNamespace())
+		}
+		ok, err := projection.Selects(p.Spec.Downsync, obj, nsLabels)
+		if err != nil {
+			d.problems = append(d.problems, problem{pk, problemSelection, "spec." + err.Error()})
+			d.keepSources[pk.cluster] = true
+			return nil
+		}
+		if !ok {
+			continue
+		}
+		selected[keyOf(wo)] = wo
+		// What a selected object needs goes along: its namespace, and the CRD of a custom kind.
+		if r.namespaced {
+			nsKey := copyKey{gvr: namespacesGVR, name: u.GetNamespace()}
+			if ns, ok := byKey[nsKey]; ok {
+				selected[nsKey] = ns
+			}
+		}
+		if r.custom {
+			for k, wo := range byKey {
+				if k.gvr.GroupResource() == crdsGVR.GroupResource() && k.name == r.gvr.Resource+"."+r.gvr.Group {
+					selected[k] = wo
+				}
+			}
+		}
+	}
+	for key, wo := range selected {
+		copyObj, err := c.makeCopy(wo, params)
+		if err != nil {
+			d.problems = append(d.problems, problem{pk, err.reason, err.Error()})
+			d.keep[key] = true
+			continue
+		}
+		out[key] = &desiredCopy{resource: wo.resource, obj: copyObj, source: pk.cluster, placements: []string{pk.name}}
+	}
+	return out
+}
+
+// projectionError is a problem with one object.
+type projectionError struct {
+	reason string
+	msg    string
+}
+
+func (e *projectionError) Error() string { return e.msg }
+
+// makeCopy sanitises and customises one object for one destination.
+func (c *Controller) makeCopy(wo workloadObject, params customize.Parameters) (*unstructured.Unstructured, *projectionError) {
+	u := wo.obj
+	id := keyOf(wo).String()
+	if projection.IsDenatured(u) {
+		if _, err := projection.ParseDenatured(u); err != nil {
+			return nil, &projectionError{problemDenatured, err.Error()}
+		}
+	}
+	out := projection.Sanitize(u)
+	var customizer *edgev1alpha1.Customizer
+	if name := u.GetAnnotations()[edgev1alpha1.AnnotationCustomizer]; name != "" {
+		ns := u.GetNamespace()
+		if i := strings.Index(name, "/"); i >= 0 {
+			ns, name = name[:i], name[i+1:]
+		}
+		item, exists, _ := c.customizers.GetIndexer().GetByKey(kcpcache.ToClusterAwareKey(logicalcluster.From(u).String(), ns, name))
+		if !exists {
+			return nil, &projectionError{problemCustomization, fmt.Sprintf("%s names Customizer %s/%s (annotation %s), which does not exist", id, ns, name, edgev1alpha1.AnnotationCustomizer)}
+		}
+		customizer = &edgev1alpha1.Customizer{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(asUnstructured(item).Object, customizer); err != nil {
+			return nil, &projectionError{problemCustomization, fmt.Sprintf("decoding Customizer %s/%s: %v", ns, name, err)}
+		}
+	}
+	if err := customize.Apply(out.Object, customizer, params); err != nil {
+		return nil, &projectionError{problemCustomization, fmt.Sprintf("customising %s: %v", id, err)}
+	}
+	return out, nil
+}
+
+func keyOf(wo workloadObject) copyKey {
+	return copyKey{gvr: wo.resource.gvr, namespace: wo.obj.GetNamespace(), name: wo.obj.GetName()}
+}

@@ -1,0 +1,158 @@
+package placementtranslator
+
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
+	"github.com/kcp-dev/logicalcluster/v3"
+
+	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/mailbox"
+)
+
+// Event handlers: each change queues the mailboxes it can affect.
+
+// placementChanged queues the mailboxes of the placement's destinations, and its status.
+func (c *Controller) placementChanged(_, obj *unstructured.Unstructured) {
+	if obj == nil {
+		return
+	}
+	key := placementKey{logicalcluster.From(obj).String(), obj.GetName()}
+	c.enqueuePlacementMailboxes(key)
+	c.queue.Add(queueKey{placement: key})
+}
+
+// sliceChanged queues the mailboxes of the old and the new destinations.
+func (c *Controller) sliceChanged(old, obj *unstructured.Unstructured) {
+	for _, u := range []*unstructured.Unstructured{old, obj} {
+		if u == nil {
+			continue
+		}
+		names, _ := sliceMailboxes(u)
+		for _, n := range names {
+			c.queue.Add(queueKey{mailbox: n})
+		}
+		if key, ok := sliceOwner(u); ok {
+			c.queue.Add(queueKey{placement: key})
+		}
+	}
+}
+
+// workloadChanged queues the mailboxes of every placement of the object's workspace.
+func (c *Controller) workloadChanged(obj *unstructured.Unstructured) {
+	if obj == nil {
+		return
+	}
+	cluster := logicalcluster.From(obj)
+	placements, _ := c.placements.GetIndexer().ByIndex(kcpcache.ClusterIndexName, kcpcache.ClusterIndexKey(cluster))
+	for _, p := range placements {
+		if u := asUnstructured(p); u != nil {
+			c.enqueuePlacementMailboxes(placementKey{cluster.String(), u.GetName()})
+		}
+	}
+}
+
+// syncTargetChanged queues the SyncTarget's mailbox: its labels and annotations are
+// customisation parameters, and its status says whether the mailbox is ready.
+func (c *Controller) syncTargetChanged(old, obj *unstructured.Unstructured) {
+	if obj == nil {
+		return
+	}
+	if name := mailboxOf(obj); name != "" {
+		c.queue.Add(queueKey{mailbox: name})
+	}
+	name := mailbox.WorkspaceName(logicalcluster.From(obj), obj.GetUID())
+	c.queue.Add(queueKey{mailbox: name})
+}
+
+// locationChanged queues the mailboxes of the destinations reached through the Location, whose
+// labels and annotations are customisation parameters.
+func (c *Controller) locationChanged(_, obj *unstructured.Unstructured) {
+	if obj == nil {
+		return
+	}
+	cluster := logicalcluster.From(obj).String()
+	for _, s := range c.slices.GetStore().List() {
+		u := asUnstructured(s)
+		for _, d := range destinations(u) {
+			if d.Cluster == cluster && d.LocationName == obj.GetName() {
+				c.queue.Add(queueKey{mailbox: mailboxName(d)})
+			}
+		}
+	}
+}
+
+func (c *Controller) enqueuePlacementMailboxes(key placementKey) {
+	slices, _ := c.slices.GetIndexer().ByIndex(byPlacement, key.String())
+	for _, s := range slices {
+		for _, d := range destinations(asUnstructured(s)) {
+			c.queue.Add(queueKey{mailbox: mailboxName(d)})
+		}
+	}
+}
+
+// destinations decodes a slice's destinations.
+func destinations(u *unstructured.Unstructured) []edgev1alpha1.SinglePlacement {
+	if u == nil {
+		return nil
+	}
+	s := &edgev1alpha1.SinglePlacementSlice{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, s); err != nil {
+		return nil
+	}
+	return s.Destinations
+}
+
+// sliceMailboxes is the byMailbox index function.
+func sliceMailboxes(obj any) ([]string, error) {
+	var names []string
+	for _, d := range destinations(asUnstructured(obj)) {
+		names = append(names, mailboxName(d))
+	}
+	return names, nil
+}
+
+// slicePlacement is the byPlacement index function.
+func slicePlacement(obj any) ([]string, error) {
+	if key, ok := sliceOwner(asUnstructured(obj)); ok {
+		return []string{key.String()}, nil
+	}
+	return nil, nil
+}
+
+// sliceOwner is the EdgePlacement that controls a slice.
+func sliceOwner(u *unstructured.Unstructured) (placementKey, bool) {
+	if u == nil {
+		return placementKey{}, false
+	}
+	for _, ref := range u.GetOwnerReferences() {
+		if ref.Kind == "EdgePlacement" && ref.Controller != nil && *ref.Controller {
+			return placementKey{logicalcluster.From(u).String(), ref.Name}, true
+		}
+	}
+	return placementKey{}, false
+}
+
+// syncTargetMailbox is the bySyncTarget index function: the mailbox workspace name of the
+// SyncTarget.
+func syncTargetMailbox(obj any) ([]string, error) {
+	u := asUnstructured(obj)
+	if u == nil {
+		return nil, nil
+	}
+	return []string{mailbox.WorkspaceName(logicalcluster.From(u), u.GetUID())}, nil
+}
+
+// mailboxOf is the name of the SyncTarget's mailbox workspace once the mailbox controller has
+// recorded one.
+func mailboxOf(u *unstructured.Unstructured) string {
+	if u == nil {
+		return ""
+	}
+	path, _, _ := unstructured.NestedString(u.Object, "status", "mailboxWorkspace")
+	if path == "" {
+		return ""
+	}
+	return logicalcluster.NewPath(path).Base()
+}

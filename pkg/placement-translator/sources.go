@@ -1,0 +1,247 @@
+package placementtranslator
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"sync"
+
+	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
+	kcpdynamicinformer "github.com/kcp-dev/client-go/dynamic/dynamicinformer"
+	"github.com/kcp-dev/logicalcluster/v3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+)
+
+// resource is a kind of workload object.
+type resource struct {
+	gvr        schema.GroupVersionResource
+	kind       string
+	namespaced bool
+	// custom: defined by a CRD of the workload workspace, rather than served through the
+	// virtual workspace.
+	custom bool
+}
+
+// workloadResources picks, from the discovery of the virtual workspace, the resources that
+// hold workload objects: all but edge.kcp.io's own, kcp's, and subresources.
+func workloadResources(lists []*metav1.APIResourceList) []resource {
+	var out []resource
+	for _, l := range lists {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil || gv.Group == edgev1alpha1.GroupName || strings.HasSuffix(gv.Group, ".kcp.io") {
+			continue
+		}
+		for _, r := range l.APIResources {
+			if strings.Contains(r.Name, "/") || !hasVerbs(r.Verbs, "list", "watch") {
+				continue
+			}
+			out = append(out, resource{gvr: gv.WithResource(r.Name), kind: r.Kind, namespaced: r.Namespaced})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].gvr.String() < out[j].gvr.String() })
+	return out
+}
+
+func hasVerbs(have []string, want ...string) bool {
+	for _, w := range want {
+		found := false
+		for _, h := range have {
+			found = found || h == w
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// sources holds the informers on workload objects: one per resource of the virtual workspace,
+// across all workload workspaces; and one per custom kind and workspace, started when a CRD of
+// a workload workspace appears (custom kinds cannot be claimed, so these read the workspace
+// with the controller's own credential).
+type sources struct {
+	c         *Controller
+	resources []resource
+	informers map[schema.GroupVersionResource]cache.SharedIndexInformer
+
+	ctx      context.Context
+	customMu sync.Mutex
+	custom   map[customKey]*customSource
+}
+
+type customKey struct {
+	cluster string
+	gvr     schema.GroupVersionResource
+}
+
+type customSource struct {
+	resource resource
+	informer cache.SharedIndexInformer
+	stop     context.CancelFunc
+}
+
+func newSources(c *Controller, resources []resource) *sources {
+	s := &sources{c: c, resources: resources, informers: map[schema.GroupVersionResource]cache.SharedIndexInformer{}, custom: map[customKey]*customSource{}}
+	for _, r := range resources {
+		inf := kcpdynamicinformer.NewFilteredDynamicInformer(c.edgeVW, r.gvr, resyncPeriod,
+			cache.Indexers{kcpcache.ClusterIndexName: kcpcache.ClusterIndexFunc}, nil).Informer()
+		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { c.workloadChanged(asUnstructured(obj)) },
+			UpdateFunc: func(_, obj any) { c.workloadChanged(asUnstructured(obj)) },
+			DeleteFunc: func(obj any) { c.workloadChanged(asUnstructured(obj)) },
+		})
+		if r.gvr.GroupResource() == crdsGVR.GroupResource() {
+			_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+				AddFunc:    func(obj any) { s.crdChanged(asUnstructured(obj), false) },
+				UpdateFunc: func(_, obj any) { s.crdChanged(asUnstructured(obj), false) },
+				DeleteFunc: func(obj any) { s.crdChanged(asUnstructured(obj), true) },
+			})
+		}
+		s.informers[r.gvr] = inf
+	}
+	return s
+}
+
+func (s *sources) start(ctx context.Context) {
+	s.customMu.Lock()
+	s.ctx = ctx
+	s.customMu.Unlock()
+	for _, inf := range s.informers {
+		go inf.Run(ctx.Done())
+	}
+}
+
+func (s *sources) hasSynced() bool {
+	for _, inf := range s.informers {
+		if !inf.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+// crdChanged starts or stops the informer on the custom kind that a CRD of a workload
+// workspace defines, at its storage version.
+func (s *sources) crdChanged(crd *unstructured.Unstructured, deleted bool) {
+	if crd == nil {
+		return
+	}
+	cluster := logicalcluster.From(crd)
+	group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+	plural, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
+	kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
+	scope, _, _ := unstructured.NestedString(crd.Object, "spec", "scope")
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	version := ""
+	for _, v := range versions {
+		m, _ := v.(map[string]any)
+		if storage, _ := m["storage"].(bool); storage {
+			version, _ = m["name"].(string)
+		}
+	}
+	s.customMu.Lock()
+	defer s.customMu.Unlock()
+	for key, src := range s.custom {
+		if key.cluster == cluster.String() && key.gvr.GroupResource() == (schema.GroupResource{Group: group, Resource: plural}) &&
+			(deleted || key.gvr.Version != version) {
+			src.stop()
+			delete(s.custom, key)
+		}
+	}
+	if deleted || version == "" || s.ctx == nil {
+		return
+	}
+	key := customKey{cluster.String(), schema.GroupVersionResource{Group: group, Version: version, Resource: plural}}
+	if _, ok := s.custom[key]; ok {
+		return
+	}
+	ctx, stop := context.WithCancel(s.ctx)
+	client := s.c.cfg.Admin.Cluster(cluster.Path())
+	inf := dynamicinformer.NewFilteredDynamicInformer(client, key.gvr, "", resyncPeriod, cache.Indexers{}, nil).Informer()
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { s.c.workloadChanged(asUnstructured(obj)) },
+		UpdateFunc: func(_, obj any) { s.c.workloadChanged(asUnstructured(obj)) },
+		DeleteFunc: func(obj any) { s.c.workloadChanged(asUnstructured(obj)) },
+	})
+	s.custom[key] = &customSource{
+		resource: resource{gvr: key.gvr, kind: kind, namespaced: scope == "Namespaced", custom: true},
+		informer: inf,
+		stop:     stop,
+	}
+	klog.FromContext(ctx).V(2).Info("watching a custom kind of a workload workspace", "cluster", cluster, "resource", key.gvr)
+	go inf.Run(ctx.Done())
+}
+
+// workloadObject is one object of a workload workspace, with its kind.
+type workloadObject struct {
+	resource resource
+	obj      *unstructured.Unstructured
+}
+
+// objectsOf lists the workload objects of a workspace. ok is false while an informer on one of
+// its custom kinds has not synced yet: what is known is incomplete, and acting on it could
+// delete copies that should stay.
+func (s *sources) objectsOf(cluster logicalcluster.Name) (objs []workloadObject, ok bool) {
+	for _, r := range s.resources {
+		items, _ := s.informers[r.gvr].GetIndexer().ByIndex(kcpcache.ClusterIndexName, kcpcache.ClusterIndexKey(cluster))
+		for _, item := range items {
+			if u := asUnstructured(item); u != nil {
+				objs = append(objs, workloadObject{r, u})
+			}
+		}
+	}
+	s.customMu.Lock()
+	defer s.customMu.Unlock()
+	for key, src := range s.custom {
+		if key.cluster != cluster.String() {
+			continue
+		}
+		if !src.informer.HasSynced() {
+			return nil, false
+		}
+		for _, item := range src.informer.GetStore().List() {
+			if u := asUnstructured(item); u != nil {
+				objs = append(objs, workloadObject{src.resource, u})
+			}
+		}
+	}
+	return objs, true
+}
+
+// namespaceLabels returns the labels of a namespace of a workload workspace (nil if unknown).
+func (s *sources) namespaceLabels(cluster logicalcluster.Name, name string) map[string]string {
+	inf, ok := s.informers[namespacesGVR]
+	if !ok {
+		return nil
+	}
+	item, exists, _ := inf.GetIndexer().GetByKey(kcpcache.ToClusterAwareKey(cluster.String(), "", name))
+	if !exists {
+		return nil
+	}
+	u := asUnstructured(item)
+	if u == nil {
+		return nil
+	}
+	if l := u.GetLabels(); l != nil {
+		return l
+	}
+	return map[string]string{}
+}
+
+// isWorkloadsExportResource says whether a mailbox must bind the workloads export to hold
+// copies of this resource: it is served through the virtual workspace and kcp does not serve
+// it by itself.
+func isKCPBuiltIn(gr schema.GroupResource) bool {
+	switch gr.Group {
+	case "", "rbac.authorization.k8s.io", "apiextensions.k8s.io":
+		return gr.Resource != "services" && gr.Resource != "persistentvolumeclaims"
+	}
+	return false
+}

@@ -1,0 +1,207 @@
+package placementtranslator
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+
+	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
+	"github.com/kcp-dev/logicalcluster/v3"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+)
+
+// Reasons of the Projected condition.
+const (
+	ReasonProjected        = "Projected"
+	ReasonPending          = "Pending"
+	ReasonProjectionFailed = "ProjectionFailed"
+	ReasonNoDestinations   = "NoDestinations"
+	ReasonMailboxNotReady  = "MailboxNotReady"
+	ReasonNoConflict       = "NoConflict"
+)
+
+// maxProblemsInMessage bounds how many problems a condition message quotes.
+const maxProblemsInMessage = 3
+
+// mailboxResult is the outcome of a mailbox's last reconcile.
+type mailboxResult struct {
+	placements []placementKey
+	problems   []problem
+	// pending: the mailbox is not done yet (e.g. waiting for an APIBinding).
+	pending bool
+}
+
+// results holds the last outcome of every mailbox, and which mailboxes each placement has one in.
+type results struct {
+	mu          sync.Mutex
+	byMailbox   map[string]mailboxResult
+	byPlacement map[placementKey]map[string]bool
+}
+
+func newResults() *results {
+	return &results{byMailbox: map[string]mailboxResult{}, byPlacement: map[placementKey]map[string]bool{}}
+}
+
+// set records a mailbox's outcome and returns the placements whose status it can change.
+func (r *results) set(mailbox string, res mailboxResult) []placementKey {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old, had := r.byMailbox[mailbox]
+	if had && reflect.DeepEqual(old, res) {
+		return nil
+	}
+	affected := map[placementKey]bool{}
+	for _, pk := range old.placements {
+		affected[pk] = true
+		delete(r.byPlacement[pk], mailbox)
+	}
+	for _, pk := range res.placements {
+		affected[pk] = true
+		if r.byPlacement[pk] == nil {
+			r.byPlacement[pk] = map[string]bool{}
+		}
+		r.byPlacement[pk][mailbox] = true
+	}
+	if len(res.placements) == 0 {
+		delete(r.byMailbox, mailbox)
+	} else {
+		r.byMailbox[mailbox] = res
+	}
+	out := make([]placementKey, 0, len(affected))
+	for pk := range affected {
+		out = append(out, pk)
+	}
+	return out
+}
+
+// of returns, for a placement, whether each given mailbox is done and the problems there.
+func (r *results) of(pk placementKey, mailboxes map[string]bool) (notDone int, problems []problem) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for mb := range mailboxes {
+		res, ok := r.byMailbox[mb]
+		if !ok || res.pending || !r.byPlacement[pk][mb] {
+			notDone++
+			continue
+		}
+		for _, p := range res.problems {
+			if p.placement == pk {
+				problems = append(problems, p)
+			}
+		}
+	}
+	return notDone, problems
+}
+
+func (c *Controller) report(mailbox string, res mailboxResult) {
+	for _, pk := range c.results.set(mailbox, res) {
+		c.queue.Add(queueKey{placement: pk})
+	}
+}
+
+// writePlacementStatus sets the conditions Projected and Conflict of a placement.
+func (c *Controller) writePlacementStatus(ctx context.Context, pk placementKey) error {
+	item, exists, _ := c.placements.GetIndexer().GetByKey(kcpcache.ToClusterAwareKey(pk.cluster, "", pk.name))
+	if !exists {
+		return nil
+	}
+	u := asUnstructured(item).DeepCopy()
+	p := &edgev1alpha1.EdgePlacement{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, p); err != nil {
+		return nil
+	}
+	mailboxes := map[string]bool{}
+	slices, _ := c.slices.GetIndexer().ByIndex(byPlacement, pk.String())
+	for _, s := range slices {
+		for _, d := range destinations(asUnstructured(s)) {
+			mailboxes[mailboxName(d)] = true
+		}
+	}
+	notDone, problems := c.results.of(pk, mailboxes)
+	projected, conflict := placementConditions(len(mailboxes), notDone, problems)
+	projected.ObservedGeneration, conflict.ObservedGeneration = p.Generation, p.Generation
+	before := append([]metav1.Condition(nil), p.Status.Conditions...)
+	meta.SetStatusCondition(&p.Status.Conditions, projected)
+	meta.SetStatusCondition(&p.Status.Conditions, conflict)
+	if equality.Semantic.DeepEqual(before, p.Status.Conditions) {
+		return nil
+	}
+	conds, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&p.Status)
+	if err != nil {
+		return err
+	}
+	if err := unstructured.SetNestedField(u.Object, conds["conditions"], "status", "conditions"); err != nil {
+		return err
+	}
+	_, err = c.edgeVW.Cluster(logicalcluster.NewPath(pk.cluster)).Resource(placementsGVR).UpdateStatus(ctx, u, metav1.UpdateOptions{})
+	return err
+}
+
+// placementConditions computes Projected and Conflict from the outcome at each destination.
+func placementConditions(destinations, notDone int, problems []problem) (projected, conflict metav1.Condition) {
+	projected = metav1.Condition{Type: edgev1alpha1.PlacementProjected}
+	conflict = metav1.Condition{Type: edgev1alpha1.PlacementConflict, Status: metav1.ConditionFalse, Reason: ReasonNoConflict,
+		Message: "no object collides with one from another workload workspace"}
+	var conflicts, others []string
+	allMailboxNotReady := len(problems) > 0
+	for _, p := range problems {
+		if p.reason == problemConflict {
+			conflicts = append(conflicts, p.message)
+		}
+		if p.reason != problemMailbox {
+			allMailboxNotReady = false
+		}
+		others = append(others, p.reason+": "+p.message)
+	}
+	if len(conflicts) > 0 {
+		conflict.Status, conflict.Reason = metav1.ConditionTrue, edgev1alpha1.ReasonConflictingProjection
+		conflict.Message = quote(conflicts)
+	}
+	switch {
+	case destinations == 0:
+		projected.Status, projected.Reason = metav1.ConditionFalse, ReasonNoDestinations
+		projected.Message = "the placement has no destinations"
+	case len(problems) > 0:
+		projected.Status, projected.Reason = metav1.ConditionFalse, ReasonProjectionFailed
+		if allMailboxNotReady {
+			projected.Reason = ReasonMailboxNotReady
+		}
+		projected.Message = fmt.Sprintf("%d problem(s) at %d destination(s): %s", len(problems), destinations, quote(others))
+	case notDone > 0:
+		projected.Status, projected.Reason = metav1.ConditionFalse, ReasonPending
+		projected.Message = fmt.Sprintf("%d of %d destinations are not projected yet", notDone, destinations)
+	default:
+		projected.Status, projected.Reason = metav1.ConditionTrue, ReasonProjected
+		projected.Message = fmt.Sprintf("the selected objects are in the mailboxes of all %d destinations", destinations)
+	}
+	return projected, conflict
+}
+
+// quote joins the first few messages, saying how many more there are.
+func quote(msgs []string) string {
+	uniq := []string{}
+	seen := map[string]bool{}
+	for _, m := range msgs {
+		if !seen[m] {
+			seen[m] = true
+			uniq = append(uniq, m)
+		}
+	}
+	out := uniq
+	if len(out) > maxProblemsInMessage {
+		out = out[:maxProblemsInMessage]
+	}
+	s := strings.Join(out, "; ")
+	if more := len(uniq) - len(out); more > 0 {
+		s += fmt.Sprintf("; and %d more", more)
+	}
+	return s
+}
