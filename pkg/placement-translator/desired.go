@@ -158,7 +158,8 @@ func (c *Controller) computeDesired(mailbox string, current map[copyKey]copyReco
 		if rec, ok := current[key]; ok {
 			holder = "the copy from workspace " + rec.source + " stays"
 		}
-		msg := fmt.Sprintf("%s is selected from more than one workload workspace (%s) for the same destination; %s", key, strings.Join(who, ", "), holder)
+		dest := dests[pks[len(pks)-1]]
+		msg := fmt.Sprintf("destination %s:%s: %s is selected from more than one workload workspace (%s); %s", dest.Cluster, dest.SyncTargetName, key, strings.Join(who, ", "), holder)
 		for _, pk := range pks {
 			d.problems = append(d.problems, problem{pk, problemConflict, msg})
 		}

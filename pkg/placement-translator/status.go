@@ -174,7 +174,7 @@ func placementConditions(destinations, notDone int, problems []problem) (project
 		if allMailboxNotReady {
 			projected.Reason = ReasonMailboxNotReady
 		}
-		projected.Message = fmt.Sprintf("%d problem(s) at %d destination(s): %s", len(problems), destinations, quote(others))
+		projected.Message = fmt.Sprintf("%d problem(s) among %d destinations: %s", len(problems), destinations, quote(others))
 	case notDone > 0:
 		projected.Status, projected.Reason = metav1.ConditionFalse, ReasonPending
 		projected.Message = fmt.Sprintf("%d of %d destinations are not projected yet", notDone, destinations)

@@ -54,14 +54,14 @@ const FieldManager = "edge-placement-translator"
 const resyncPeriod = 10 * time.Minute
 
 var (
-	placementsGVR  = edgev1alpha1.SchemeGroupVersion.WithResource("edgeplacements")
-	slicesGVR      = edgev1alpha1.SchemeGroupVersion.WithResource("singleplacementslices")
-	customizersGVR = edgev1alpha1.SchemeGroupVersion.WithResource("customizers")
-	syncTargetsGVR = edgev1alpha1.SchemeGroupVersion.WithResource("synctargets")
-	locationsGVR   = edgev1alpha1.SchemeGroupVersion.WithResource("locations")
+	placementsGVR   = edgev1alpha1.SchemeGroupVersion.WithResource("edgeplacements")
+	slicesGVR       = edgev1alpha1.SchemeGroupVersion.WithResource("singleplacementslices")
+	customizersGVR  = edgev1alpha1.SchemeGroupVersion.WithResource("customizers")
+	syncTargetsGVR  = edgev1alpha1.SchemeGroupVersion.WithResource("synctargets")
+	locationsGVR    = edgev1alpha1.SchemeGroupVersion.WithResource("locations")
 	syncerConfigGVR = edgev1alpha1.SchemeGroupVersion.WithResource("syncerconfigs")
-	namespacesGVR  = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
-	crdsGVR        = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	namespacesGVR   = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	crdsGVR         = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 )
 
 // Index names.

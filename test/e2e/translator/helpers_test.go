@@ -1,0 +1,190 @@
+package translator
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kcp-dev/logicalcluster/v3"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/test/framework"
+)
+
+// converge is how long the controllers may take to reflect a change.
+const converge = 60 * time.Second
+
+var (
+	placementsGVR  = edgev1alpha1.SchemeGroupVersion.WithResource("edgeplacements")
+	syncTargetsGVR = edgev1alpha1.SchemeGroupVersion.WithResource("synctargets")
+	syncerConfigs  = edgev1alpha1.SchemeGroupVersion.WithResource("syncerconfigs")
+)
+
+// copyKinds are the resources the tests look for in mailboxes, by short name.
+var copyKinds = map[string]schema.GroupVersionResource{
+	"namespaces":   {Version: "v1", Resource: "namespaces"},
+	"configmaps":   {Version: "v1", Resource: "configmaps"},
+	"secrets":      {Version: "v1", Resource: "secrets"},
+	"services":     {Version: "v1", Resource: "services"},
+	"deployments":  {Group: "apps", Version: "v1", Resource: "deployments"},
+	"widgets":      {Group: "example.com", Version: "v1", Resource: "widgets"},
+	"crds":         {Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"},
+	"clusterroles": {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"},
+}
+
+// fleet is one test's workspaces and controller manager.
+type fleet struct {
+	espw, wmwA, wmwB logicalcluster.Path
+	imws             map[string]logicalcluster.Path
+	// destinations maps "<imw>/<synctarget>" to its region.
+	destinations map[string]string
+	ecm          *framework.ControllerManager
+}
+
+// setUp makes the ESPW, workload workspaces a and b, inventory workspaces imw1 and imw2 with a
+// SyncTarget and Location in regions east and west each, and starts edge-controller-manager.
+func setUp(t *testing.T) *fleet {
+	t.Helper()
+	base := framework.NewWorkspace(t)
+	f := &fleet{espw: base.Join("espw"), wmwA: base.Join("wmw-a"), wmwB: base.Join("wmw-b"),
+		imws: map[string]logicalcluster.Path{}, destinations: map[string]string{}}
+	framework.KubectlEdge(t, "init", "--espw", f.espw.String()).MustSucceed(t)
+	for _, wmw := range []logicalcluster.Path{f.wmwA, f.wmwB} {
+		framework.KubectlEdge(t, "ensure", "wmw", wmw.String(), "--espw", f.espw.String()).MustSucceed(t)
+	}
+	for _, imw := range []string{"imw1", "imw2"} {
+		f.imws[imw] = base.Join(imw)
+		framework.KubectlEdge(t, "ensure", "imw", f.imws[imw].String(), "--espw", f.espw.String()).MustSucceed(t)
+		for _, region := range []string{"east", "west"} {
+			name := region + "-" + imw
+			framework.KubectlEdge(t, "ensure", "location", name, "region="+region, "--imw", f.imws[imw].String(), "--espw", f.espw.String()).MustSucceed(t)
+			f.destinations[imw+"/"+name] = region
+		}
+	}
+	f.ecm = framework.StartControllerManager(t, f.espw, "--controllers", "mailbox,scheduler,placement-translator")
+	return f
+}
+
+func (f *fleet) apply(t *testing.T, ws logicalcluster.Path, manifest string) {
+	t.Helper()
+	framework.KubectlApply(t, framework.KCP(t).ServerURL(ws), manifest).MustSucceed(t)
+}
+
+func (f *fleet) kubectl(t *testing.T, ws logicalcluster.Path, args ...string) {
+	t.Helper()
+	framework.Kubectl(t, append([]string{"--server", framework.KCP(t).ServerURL(ws)}, args...)...).MustSucceed(t)
+}
+
+// sortedDestinations are the keys of f.destinations, sorted.
+func (f *fleet) sortedDestinations() []string {
+	var out []string
+	for d := range f.destinations {
+		out = append(out, d)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// mailbox returns the mailbox path of a destination "<imw>/<synctarget>", once it has one.
+func (f *fleet) mailbox(t *testing.T, dest string) logicalcluster.Path {
+	t.Helper()
+	imw, name, _ := strings.Cut(dest, "/")
+	var path string
+	framework.Eventually(t, converge, func() (bool, string) {
+		st, err := framework.KCP(t).DynamicClient(t, f.imws[imw]).Resource(syncTargetsGVR).Get(framework.Context(t, 10*time.Second), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		path, _, _ = unstructured.NestedString(st.Object, "status", "mailboxWorkspace")
+		return path != "", "SyncTarget " + dest + " has no mailbox yet"
+	})
+	return logicalcluster.NewPath(path)
+}
+
+// copies lists the projected copies in a mailbox as "<kind>/<namespace>/<name>" (or
+// "<kind>/<name>"), sorted.
+func copies(t *testing.T, mb logicalcluster.Path) ([]string, map[string]*unstructured.Unstructured) {
+	t.Helper()
+	var names []string
+	objs := map[string]*unstructured.Unstructured{}
+	client := framework.KCP(t).DynamicClient(t, mb)
+	for kind, gvr := range copyKinds {
+		list, err := client.Resource(gvr).List(framework.Context(t, 10*time.Second), metav1.ListOptions{LabelSelector: "edge.kcp.io/projected=true"})
+		if apierrors.IsNotFound(err) {
+			continue // the mailbox does not serve the kind (yet)
+		}
+		if err != nil {
+			t.Fatalf("listing %s in %s: %v", kind, mb, err)
+		}
+		for i := range list.Items {
+			item := &list.Items[i]
+			id := kind + "/" + item.GetName()
+			if item.GetNamespace() != "" {
+				id = kind + "/" + item.GetNamespace() + "/" + item.GetName()
+			}
+			names = append(names, id)
+			objs[id] = item
+		}
+	}
+	sort.Strings(names)
+	return names, objs
+}
+
+// expectEverywhere waits until every destination's mailbox passes check.
+func (f *fleet) expectEverywhere(t *testing.T, what string, check func(dest, region string, names []string, objs map[string]*unstructured.Unstructured) string) {
+	t.Helper()
+	for _, dest := range f.sortedDestinations() {
+		mb := f.mailbox(t, dest)
+		framework.Eventually(t, converge, func() (bool, string) {
+			names, objs := copies(t, mb)
+			if why := check(dest, f.destinations[dest], names, objs); why != "" {
+				return false, fmt.Sprintf("%s: mailbox of %s: %s (copies: %v)", what, dest, why, names)
+			}
+			return true, ""
+		})
+	}
+}
+
+// field reads a string field of a copy.
+func field(objs map[string]*unstructured.Unstructured, id string, path ...string) string {
+	u, ok := objs[id]
+	if !ok {
+		return "<no " + id + ">"
+	}
+	v, found, err := unstructured.NestedFieldNoCopy(u.Object, path...)
+	if err != nil || !found {
+		return "<none>"
+	}
+	return fmt.Sprint(v)
+}
+
+// condition waits until the placement's condition has the given status and its message
+// contains every given fragment, and returns the message.
+func (f *fleet) condition(t *testing.T, ws logicalcluster.Path, placement, condType string, status metav1.ConditionStatus, fragments ...string) string {
+	t.Helper()
+	var msg string
+	framework.Eventually(t, converge, func() (bool, string) {
+		u, err := framework.KCP(t).DynamicClient(t, ws).Resource(placementsGVR).Get(framework.Context(t, 10*time.Second), placement, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		s, reason, m := framework.ConditionStatus(u, condType)
+		msg = m
+		if s != status {
+			return false, fmt.Sprintf("%s %s is %s (%s: %s), want %s", placement, condType, s, reason, m, status)
+		}
+		for _, frag := range fragments {
+			if !strings.Contains(m, frag) {
+				return false, fmt.Sprintf("%s %s message %q lacks %q", placement, condType, m, frag)
+			}
+		}
+		return true, ""
+	})
+	return msg
+}

@@ -1,0 +1,296 @@
+package translator
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kcp-dev/edge-mc/test/framework"
+)
+
+const crd = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`
+
+const workload = `apiVersion: v1
+kind: Namespace
+metadata: {name: app}
+---
+apiVersion: edge.kcp.io/v1alpha1
+kind: Customizer
+metadata: {name: web, namespace: app}
+replacements:
+- path: $.spec.template.spec.containers[0].image
+  value: "nginx:%(region)"
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: app
+  annotations: {edge.kcp.io/customizer: web}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: nginx}]}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+  namespace: app
+  annotations: {edge.kcp.io/expand-parameters: "true"}
+data: {region: "%(region)", literal: "100%%"}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: creds, namespace: app}
+stringData: {password: s3cret}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: app}
+spec:
+  selector: {app: web}
+  ports: [{port: 80}]
+---
+apiVersion: example.com/v1
+kind: Widget
+metadata: {name: w1, namespace: app}
+spec: {size: 3}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: app-reader, labels: {app: demo}}
+rules: [{apiGroups: [""], resources: [configmaps], verbs: [get]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: not-selected}
+rules: [{apiGroups: [""], resources: [configmaps], verbs: [get]}]
+`
+
+// placement selects namespace app and the ClusterRoles labelled app=demo, for the given regions.
+func placement(name, regions string, withClusterRoles bool) string {
+	s := `apiVersion: edge.kcp.io/v1alpha1
+kind: EdgePlacement
+metadata: {name: ` + name + `}
+spec:
+  locationSelectors:
+  - matchExpressions: [{key: region, operator: In, values: [` + regions + `]}]
+  downsync:
+  - namespaces: [app]
+`
+	if withClusterRoles {
+		s += `  - apiGroup: rbac.authorization.k8s.io
+    resources: [clusterroles]
+    labelSelectors: [{matchLabels: {app: demo}}]
+`
+	}
+	return s
+}
+
+var everything = []string{
+	"clusterroles/app-reader", "configmaps/app/settings", "crds/widgets.example.com", "deployments/app/web",
+	"namespaces/app", "secrets/app/creds", "services/app/web", "widgets/app/w1",
+}
+
+func TestProjection(t *testing.T) {
+	f := setUp(t)
+	f.apply(t, f.wmwA, crd)
+	f.kubectl(t, f.wmwA, "wait", "--for=condition=Established", "crd/widgets.example.com", "--timeout=60s")
+	f.apply(t, f.wmwA, workload)
+	f.apply(t, f.wmwA, placement("app", "east, west", true))
+
+	// Every destination gets every selected object, customised for its region, and nothing
+	// else: no system object, no unselected ClusterRole.
+	f.expectEverywhere(t, "first projection", func(dest, region string, names []string, objs map[string]*unstructured.Unstructured) string {
+		if !slices.Equal(names, everything) {
+			return "not exactly the selected objects"
+		}
+		if got := field(objs, "configmaps/app/settings", "data", "region"); got != region {
+			return "settings region is " + got
+		}
+		if got := field(objs, "configmaps/app/settings", "data", "literal"); got != "100%" {
+			return "settings literal is " + got
+		}
+		if got := field(objs, "deployments/app/web", "spec", "template", "spec", "containers"); !strings.Contains(got, "nginx:"+region) {
+			return "web image is not nginx:" + region + ": " + got
+		}
+		for id, u := range objs {
+			if len(u.GetOwnerReferences()) > 0 || u.GetLabels()["edge.kcp.io/source-cluster"] == "" {
+				return id + " has owner references or no source label"
+			}
+			if _, ok := u.Object["status"]; ok && strings.HasPrefix(id, "deployments") {
+				if st, _ := u.Object["status"].(map[string]any); len(st) > 0 {
+					return id + " carries status from the center"
+				}
+			}
+		}
+		return ""
+	})
+	f.condition(t, f.wmwA, "app", "Projected", metav1.ConditionTrue, "all 4 destinations")
+
+	// The SyncerConfig tells the syncer what to watch.
+	mbEast := f.mailbox(t, "imw1/east-imw1")
+	cfg, err := framework.KCP(t).DynamicClient(t, mbEast).Resource(syncerConfigs).Get(framework.Context(t, 10*time.Second), "the-one", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ns, _, _ := unstructured.NestedStringSlice(cfg.Object, "spec", "namespaceScope", "namespaces"); !slices.Equal(ns, []string{"app"}) {
+		t.Errorf("SyncerConfig namespaces = %v, want [app]", ns)
+	}
+	// Something in a mailbox that the translator did not make is never touched.
+	f.kubectl(t, mbEast, "create", "configmap", "by-hand", "-n", "default", "--from-literal=a=b")
+
+	t.Run("an update reaches every mailbox", func(t *testing.T) {
+		f.kubectl(t, f.wmwA, "patch", "configmap", "settings", "-n", "app", "--type=merge", "-p", `{"data":{"extra":"1"}}`)
+		f.expectEverywhere(t, "update", func(_, _ string, _ []string, objs map[string]*unstructured.Unstructured) string {
+			if got := field(objs, "configmaps/app/settings", "data", "extra"); got != "1" {
+				return "extra is " + got
+			}
+			return ""
+		})
+	})
+
+	t.Run("an unknown key is a condition and the last good copy stays, until the Locations get the label", func(t *testing.T) {
+		f.kubectl(t, f.wmwA, "patch", "configmap", "settings", "-n", "app", "--type=merge", "-p", `{"data":{"extra":"2","zone":"%(zone)"}}`)
+		f.condition(t, f.wmwA, "app", "Projected", metav1.ConditionFalse, `unknown parameter "zone"`, "configmaps/app/settings", "destination ")
+		f.expectEverywhere(t, "last good copy", func(_, _ string, _ []string, objs map[string]*unstructured.Unstructured) string {
+			if got := field(objs, "configmaps/app/settings", "data", "extra"); got != "1" {
+				return "extra is " + got + ", want the last good 1"
+			}
+			return ""
+		})
+		for _, dest := range f.sortedDestinations() {
+			imw, name, _ := strings.Cut(dest, "/")
+			f.kubectl(t, f.imws[imw], "label", "location", name, "zone=z-"+name)
+		}
+		f.expectEverywhere(t, "re-projected with the Location label", func(dest, _ string, _ []string, objs map[string]*unstructured.Unstructured) string {
+			_, name, _ := strings.Cut(dest, "/")
+			if got := field(objs, "configmaps/app/settings", "data", "zone"); got != "z-"+name {
+				return "zone is " + got
+			}
+			return ""
+		})
+		f.condition(t, f.wmwA, "app", "Projected", metav1.ConditionTrue)
+	})
+
+	t.Run("a Customizer change re-projects", func(t *testing.T) {
+		f.kubectl(t, f.wmwA, "patch", "customizer", "web", "-n", "app", "--type=json", "-p", `[{"op":"replace","path":"/replacements/0/value","value":"httpd:%(region)"}]`)
+		f.expectEverywhere(t, "customizer change", func(_, region string, _ []string, objs map[string]*unstructured.Unstructured) string {
+			if got := field(objs, "deployments/app/web", "spec", "template", "spec", "containers"); !strings.Contains(got, "httpd:"+region) {
+				return "web image is not httpd:" + region + ": " + got
+			}
+			return ""
+		})
+	})
+
+	t.Run("a deleted object and a deselected object go", func(t *testing.T) {
+		f.kubectl(t, f.wmwA, "delete", "secret", "creds", "-n", "app")
+		f.apply(t, f.wmwA, placement("app", "east, west", false))
+		f.expectEverywhere(t, "deletions", func(_, _ string, names []string, _ map[string]*unstructured.Unstructured) string {
+			if slices.Contains(names, "secrets/app/creds") || slices.Contains(names, "clusterroles/app-reader") {
+				return "the deleted Secret or the deselected ClusterRole is still there"
+			}
+			if !slices.Contains(names, "deployments/app/web") {
+				return "the Deployment went too"
+			}
+			return ""
+		})
+	})
+
+	t.Run("objects from two workload workspaces that collide are a conflict on both placements", func(t *testing.T) {
+		f.apply(t, f.wmwB, `apiVersion: v1
+kind: Namespace
+metadata: {name: app}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: app}
+data: {from: b}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: only-b, namespace: app}
+data: {from: b}
+`)
+		f.apply(t, f.wmwB, placement("b", "east", false))
+		f.condition(t, f.wmwB, "b", "Conflict", metav1.ConditionTrue, "configmaps/app/settings")
+		f.condition(t, f.wmwA, "app", "Conflict", metav1.ConditionTrue, "configmaps/app/settings")
+		f.expectEverywhere(t, "conflict", func(_, region string, names []string, objs map[string]*unstructured.Unstructured) string {
+			if got := field(objs, "configmaps/app/settings", "data", "region"); got != region {
+				return "settings is not workspace a's: region is " + got
+			}
+			if got := field(objs, "configmaps/app/settings", "data", "from"); got != "<none>" {
+				return "settings was overwritten by workspace b"
+			}
+			if region == "east" != slices.Contains(names, "configmaps/app/only-b") {
+				return "only-b is not exactly in the east mailboxes"
+			}
+			return ""
+		})
+		f.kubectl(t, f.wmwB, "delete", "edgeplacement", "b")
+		f.condition(t, f.wmwA, "app", "Conflict", metav1.ConditionFalse)
+		f.expectEverywhere(t, "conflict gone", func(_, _ string, names []string, _ map[string]*unstructured.Unstructured) string {
+			if slices.Contains(names, "configmaps/app/only-b") {
+				return "only-b is still there"
+			}
+			return ""
+		})
+	})
+
+	t.Run("the controller killed and restarted converges without recreating anything", func(t *testing.T) {
+		_, before := copies(t, mbEast)
+		f.ecm.Kill()
+		f.kubectl(t, f.wmwA, "delete", "configmap", "settings", "-n", "app")
+		f.kubectl(t, f.wmwA, "create", "configmap", "fresh", "-n", "app", "--from-literal=a=b")
+		f.ecm.Restart()
+		f.expectEverywhere(t, "after restart", func(_, _ string, names []string, _ map[string]*unstructured.Unstructured) string {
+			if slices.Contains(names, "configmaps/app/settings") || !slices.Contains(names, "configmaps/app/fresh") {
+				return "settings is still there or fresh is missing"
+			}
+			return ""
+		})
+		_, after := copies(t, mbEast)
+		for _, id := range []string{"namespaces/app", "deployments/app/web", "widgets/app/w1"} {
+			if before[id].GetUID() != after[id].GetUID() {
+				t.Errorf("%s was recreated across the restart", id)
+			}
+		}
+	})
+
+	t.Run("a dropped destination and a deleted placement leave nothing behind", func(t *testing.T) {
+		f.apply(t, f.wmwA, placement("app", "east", false))
+		f.expectEverywhere(t, "west dropped", func(_, region string, names []string, _ map[string]*unstructured.Unstructured) string {
+			if (region == "west") != (len(names) == 0) {
+				return "west mailboxes must be empty and east ones not"
+			}
+			return ""
+		})
+		f.kubectl(t, f.wmwA, "delete", "edgeplacement", "app")
+		f.expectEverywhere(t, "placement deleted", func(_, _ string, names []string, _ map[string]*unstructured.Unstructured) string {
+			if len(names) != 0 {
+				return "copies remain"
+			}
+			return ""
+		})
+		f.kubectl(t, mbEast, "get", "configmap", "by-hand", "-n", "default")
+	})
+}
