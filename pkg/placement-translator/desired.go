@@ -40,16 +40,16 @@ const (
 	problemWrite         = "WriteError"
 )
 
-// copyKey identifies a copy in a mailbox.
+// copyKey identifies a copy in a mailbox, whatever version it is read at.
 type copyKey struct {
-	gvr             schema.GroupVersionResource
+	gr              schema.GroupResource
 	namespace, name string
 }
 
 func (k copyKey) String() string {
-	id := k.gvr.Resource
-	if k.gvr.Group != "" {
-		id += "." + k.gvr.Group
+	id := k.gr.Resource
+	if k.gr.Group != "" {
+		id += "." + k.gr.Group
 	}
 	if k.namespace != "" {
 		return id + "/" + k.namespace + "/" + k.name
@@ -132,7 +132,7 @@ func (c *Controller) computeDesired(mailbox string, current map[copyKey]copyReco
 				d.copies[key] = dc
 			case prev.source == dc.source:
 				prev.placements = append(prev.placements, pk.name)
-			case key.gvr.GroupResource() == namespacesGVR.GroupResource():
+			case key.gr == namespacesGVR.GroupResource():
 				// A namespace of the same name in two workload workspaces is one namespace at
 				// the edge; the first source's labels and annotations win.
 			default:
@@ -234,14 +234,14 @@ func (c *Controller) projectPlacement(pk placementKey, p *edgev1alpha1.EdgePlace
 		selected[keyOf(wo)] = wo
 		// What a selected object needs goes along: its namespace, and the CRD of a custom kind.
 		if r.namespaced {
-			nsKey := copyKey{gvr: namespacesGVR, name: u.GetNamespace()}
+			nsKey := copyKey{gr: namespacesGVR.GroupResource(), name: u.GetNamespace()}
 			if ns, ok := byKey[nsKey]; ok {
 				selected[nsKey] = ns
 			}
 		}
 		if r.custom {
 			for k, wo := range byKey {
-				if k.gvr.GroupResource() == crdsGVR.GroupResource() && k.name == r.gvr.Resource+"."+r.gvr.Group {
+				if k.gr == crdsGVR.GroupResource() && k.name == r.gvr.Resource+"."+r.gvr.Group {
 					selected[k] = wo
 				}
 			}
@@ -299,5 +299,5 @@ func (c *Controller) makeCopy(wo workloadObject, params customize.Parameters) (*
 }
 
 func keyOf(wo workloadObject) copyKey {
-	return copyKey{gvr: wo.resource.gvr, namespace: wo.obj.GetNamespace(), name: wo.obj.GetName()}
+	return copyKey{gr: wo.resource.gvr.GroupResource(), namespace: wo.obj.GetNamespace(), name: wo.obj.GetName()}
 }

@@ -23,6 +23,8 @@ import (
 
 // copyRecord is what the controller knows of a copy in a mailbox.
 type copyRecord struct {
+	// gvr is the resource, at the version the copy was written or read at.
+	gvr    schema.GroupVersionResource
 	hash   string
 	source string
 }
@@ -91,14 +93,14 @@ func (c *Controller) reconcileMailbox(ctx context.Context, name string) (time.Du
 			}
 			continue
 		}
-		state.copies[key] = copyRecord{hash: hash, source: dc.source}
+		state.copies[key] = copyRecord{gvr: dc.resource.gvr, hash: hash, source: dc.source}
 	}
 	for _, key := range deleteOrder(state.copies) {
 		rec := state.copies[key]
 		if _, wanted := d.copies[key]; wanted || d.keep[key] || d.keepSources[rec.source] {
 			continue
 		}
-		err := c.cfg.Admin.Cluster(mb).Resource(key.gvr).Namespace(key.namespace).Delete(ctx, key.name, metav1.DeleteOptions{})
+		err := c.cfg.Admin.Cluster(mb).Resource(rec.gvr).Namespace(key.namespace).Delete(ctx, key.name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			failed = append(failed, fmt.Errorf("deleting %s from mailbox %s: %w", key, mb, err))
 			continue
@@ -161,8 +163,8 @@ func (c *Controller) loadMailbox(ctx context.Context, mb logicalcluster.Path, st
 			return fmt.Errorf("listing %s in mailbox %s: %w", gvr.Resource, mb, err)
 		}
 		for _, item := range list.Items {
-			key := copyKey{gvr: gvr, namespace: item.GetNamespace(), name: item.GetName()}
-			state.copies[key] = copyRecord{hash: item.GetAnnotations()[AnnotationProjectionHash], source: item.GetLabels()[LabelSourceCluster]}
+			key := copyKey{gr: gvr.GroupResource(), namespace: item.GetNamespace(), name: item.GetName()}
+			state.copies[key] = copyRecord{gvr: gvr, hash: item.GetAnnotations()[AnnotationProjectionHash], source: item.GetLabels()[LabelSourceCluster]}
 		}
 	}
 	state.configHash = u.GetAnnotations()[AnnotationProjectionHash]
@@ -203,7 +205,7 @@ func (c *Controller) writeCopy(ctx context.Context, mb logicalcluster.Path, key 
 	}
 	annotations[AnnotationProjectionHash] = hash
 	obj.SetAnnotations(annotations)
-	_, err := c.cfg.Admin.Cluster(mb).Resource(key.gvr).Namespace(key.namespace).Apply(ctx, key.name, obj,
+	_, err := c.cfg.Admin.Cluster(mb).Resource(dc.resource.gvr).Namespace(key.namespace).Apply(ctx, key.name, obj,
 		metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
 	if err != nil {
 		return "", fmt.Errorf("writing %s into mailbox %s: %w", key, mb, err)
@@ -219,7 +221,7 @@ func applyOrder(copies map[copyKey]*desiredCopy) []copyKey {
 		keys = append(keys, k)
 	}
 	sortKeys(keys, func(k copyKey) int {
-		switch k.gvr.GroupResource() {
+		switch k.gr {
 		case crdsGVR.GroupResource():
 			return 0
 		case namespacesGVR.GroupResource():
@@ -237,7 +239,7 @@ func deleteOrder(copies map[copyKey]copyRecord) []copyKey {
 		keys = append(keys, k)
 	}
 	sortKeys(keys, func(k copyKey) int {
-		switch k.gvr.GroupResource() {
+		switch k.gr {
 		case crdsGVR.GroupResource():
 			return 2
 		case namespacesGVR.GroupResource():
@@ -280,7 +282,7 @@ func needsWorkloadsBinding(d *desiredState) bool {
 }
 
 func (k copyKey) isKCPBuiltInOrCustom(d *desiredState) bool {
-	return isKCPBuiltIn(k.gvr.GroupResource()) || d.copies[k].resource.custom
+	return isKCPBuiltIn(k.gr) || d.copies[k].resource.custom
 }
 
 func gvrsNeedWorkloads(gvrs []schema.GroupVersionResource) bool {

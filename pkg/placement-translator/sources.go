@@ -235,9 +235,8 @@ func (s *sources) namespaceLabels(cluster logicalcluster.Name, name string) map[
 	return map[string]string{}
 }
 
-// isWorkloadsExportResource says whether a mailbox must bind the workloads export to hold
-// copies of this resource: it is served through the virtual workspace and kcp does not serve
-// it by itself.
+// isKCPBuiltIn says whether kcp serves the resource in every workspace by itself; a mailbox
+// needs an APIBinding to the workloads export to hold copies of any other (non-custom) kind.
 func isKCPBuiltIn(gr schema.GroupResource) bool {
 	switch gr.Group {
 	case "", "rbac.authorization.k8s.io", "apiextensions.k8s.io":

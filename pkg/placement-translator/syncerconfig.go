@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 	"github.com/kcp-dev/edge-mc/pkg/placement-translator/projection"
@@ -19,22 +20,37 @@ import (
 // With ahead, the copies about to be written count too, so that the config names a resource
 // before any copy of it exists.
 func syncerConfigSpec(d *desiredState, current map[copyKey]copyRecord, ahead bool) edgev1alpha1.SyncerConfigSpec {
-	keys := map[copyKey]bool{}
-	for k := range current {
-		keys[k] = true
+	// The resource of each copy, at the version to sync: the one about to be written, if any.
+	keys := map[copyKey]schema.GroupVersionResource{}
+	for k, rec := range current {
+		keys[k] = rec.gvr
 	}
-	if ahead {
-		for k := range d.copies {
-			keys[k] = true
+	for k, dc := range d.copies {
+		if _, ok := keys[k]; ok || ahead {
+			keys[k] = dc.resource.gvr
 		}
 	}
 	namespaces := map[string]bool{}
 	namespaced := map[metav1.GroupResource]string{}
 	clusterScoped := map[metav1.GroupResource]map[string]bool{}
 	versions := map[metav1.GroupResource]string{}
-	for k := range keys {
-		gr := metav1.GroupResource{Group: k.gvr.Group, Resource: k.gvr.Resource}
-		versions[gr] = k.gvr.GroupVersion().String()
+	// One version per resource: the one the translator writes, else the lowest one found.
+	for _, dc := range d.copies {
+		gr := metav1.GroupResource{Group: dc.resource.gvr.Group, Resource: dc.resource.gvr.Resource}
+		versions[gr] = dc.resource.gvr.GroupVersion().String()
+	}
+	fromDesired := map[metav1.GroupResource]bool{}
+	for gr := range versions {
+		fromDesired[gr] = true
+	}
+	for _, gvr := range keys {
+		gr := metav1.GroupResource{Group: gvr.Group, Resource: gvr.Resource}
+		if v := gvr.GroupVersion().String(); !fromDesired[gr] && (versions[gr] == "" || v < versions[gr]) {
+			versions[gr] = v
+		}
+	}
+	for k, gvr := range keys {
+		gr := metav1.GroupResource{Group: gvr.Group, Resource: gvr.Resource}
 		if k.namespace != "" {
 			namespaces[k.namespace] = true
 			namespaced[gr] = versions[gr]

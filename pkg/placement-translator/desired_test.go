@@ -1,0 +1,403 @@
+package placementtranslator
+
+import (
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
+	kcpinformers "github.com/kcp-dev/apimachinery/v2/third_party/informers"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+)
+
+func TestCopyKeyString(t *testing.T) {
+	tests := []struct {
+		key  copyKey
+		want string
+	}{
+		{ck(deploymentsGVR, "ns", "name"), "deployments.apps/ns/name"},
+		{ck(configMapsGVR, "ns", "cfg"), "configmaps/ns/cfg"},
+		{ck(namespacesGVR, "", "name"), "namespaces/name"},
+		{ck(crdsGVR, "", "widgets.example.com"), "customresourcedefinitions.apiextensions.k8s.io/widgets.example.com"},
+	}
+	for _, tt := range tests {
+		if got := tt.key.String(); got != tt.want {
+			t.Errorf("%#v.String() = %q, want %q", tt.key, got, tt.want)
+		}
+	}
+}
+
+func TestKeyOf(t *testing.T) {
+	u := &unstructured.Unstructured{}
+	u.SetNamespace("ns")
+	u.SetName("web")
+	got := keyOf(workloadObject{resource: resource{gvr: deploymentsGVR}, obj: u})
+	if want := ck(deploymentsGVR, "ns", "web"); got != want {
+		t.Errorf("keyOf() = %v, want %v", got, want)
+	}
+}
+
+func keyStrings(keys []copyKey) []string {
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, k.String())
+	}
+	return out
+}
+
+var orderKeys = []copyKey{
+	ck(deploymentsGVR, "ns-b", "web"),
+	ck(namespacesGVR, "", "ns-b"),
+	ck(configMapsGVR, "ns-a", "cfg"),
+	ck(crdsGVR, "", "widgets.example.com"),
+	ck(rolesGVR, "", "reader"),
+	ck(namespacesGVR, "", "ns-a"),
+	ck(crdsGVR, "", "gadgets.example.com"),
+	ck(deploymentsGVR, "ns-a", "web"),
+}
+
+func TestApplyOrder(t *testing.T) {
+	copies := map[copyKey]*desiredCopy{}
+	for _, k := range orderKeys {
+		copies[k] = &desiredCopy{}
+	}
+	want := []string{
+		"customresourcedefinitions.apiextensions.k8s.io/gadgets.example.com",
+		"customresourcedefinitions.apiextensions.k8s.io/widgets.example.com",
+		"namespaces/ns-a",
+		"namespaces/ns-b",
+		"clusterroles.rbac.authorization.k8s.io/reader",
+		"configmaps/ns-a/cfg",
+		"deployments.apps/ns-a/web",
+		"deployments.apps/ns-b/web",
+	}
+	for i := 0; i < 5; i++ {
+		if got := keyStrings(applyOrder(copies)); !reflect.DeepEqual(got, want) {
+			t.Fatalf("applyOrder() = %q, want %q", got, want)
+		}
+	}
+	if got := applyOrder(nil); len(got) != 0 {
+		t.Errorf("applyOrder(nil) = %v, want none", got)
+	}
+}
+
+func TestDeleteOrder(t *testing.T) {
+	copies := map[copyKey]copyRecord{}
+	for _, k := range orderKeys {
+		copies[k] = copyRecord{}
+	}
+	want := []string{
+		"clusterroles.rbac.authorization.k8s.io/reader",
+		"configmaps/ns-a/cfg",
+		"deployments.apps/ns-a/web",
+		"deployments.apps/ns-b/web",
+		"namespaces/ns-a",
+		"namespaces/ns-b",
+		"customresourcedefinitions.apiextensions.k8s.io/gadgets.example.com",
+		"customresourcedefinitions.apiextensions.k8s.io/widgets.example.com",
+	}
+	for i := 0; i < 5; i++ {
+		if got := keyStrings(deleteOrder(copies)); !reflect.DeepEqual(got, want) {
+			t.Fatalf("deleteOrder() = %q, want %q", got, want)
+		}
+	}
+}
+
+func TestJoinComma(t *testing.T) {
+	tests := []struct {
+		in   []string
+		want string
+	}{
+		{nil, ""},
+		{[]string{"a"}, "a"},
+		{[]string{"a", "b", "c"}, "a,b,c"},
+	}
+	for _, tt := range tests {
+		if got := joinComma(tt.in); got != tt.want {
+			t.Errorf("joinComma(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestGVROf(t *testing.T) {
+	tests := []struct {
+		gr         metav1.GroupResource
+		apiVersion string
+		want       schema.GroupVersionResource
+	}{
+		{metav1.GroupResource{Group: "apps", Resource: "deployments"}, "apps/v1", deploymentsGVR},
+		{metav1.GroupResource{Resource: "configmaps"}, "v1", configMapsGVR},
+	}
+	for _, tt := range tests {
+		if got := gvrOf(tt.gr, tt.apiVersion); got != tt.want {
+			t.Errorf("gvrOf(%v, %q) = %v, want %v", tt.gr, tt.apiVersion, got, tt.want)
+		}
+	}
+}
+
+func TestNeedsWorkloadsBinding(t *testing.T) {
+	widgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	tests := []struct {
+		name   string
+		copies map[copyKey]*desiredCopy
+		want   bool
+	}{
+		{"nothing", nil, false},
+		{"kcp built-ins only", map[copyKey]*desiredCopy{
+			ck(configMapsGVR, "ns", "cfg"):         {resource: resource{gvr: configMapsGVR}},
+			ck(namespacesGVR, "", "ns"):            {resource: resource{gvr: namespacesGVR}},
+			ck(rolesGVR, "", "reader"):             {resource: resource{gvr: rolesGVR}},
+			ck(crdsGVR, "", "widgets.example.com"): {resource: resource{gvr: crdsGVR}},
+		}, false},
+		{"a custom kind of the workload workspace", map[copyKey]*desiredCopy{
+			ck(widgets, "ns", "w"): {resource: resource{gvr: widgets, custom: true}},
+		}, false},
+		{"a deployment", map[copyKey]*desiredCopy{
+			ck(configMapsGVR, "ns", "cfg"):  {resource: resource{gvr: configMapsGVR}},
+			ck(deploymentsGVR, "ns", "web"): {resource: resource{gvr: deploymentsGVR}},
+		}, true},
+		{"a service", map[copyKey]*desiredCopy{
+			ck(schema.GroupVersionResource{Version: "v1", Resource: "services"}, "ns", "svc"): {},
+		}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := needsWorkloadsBinding(&desiredState{copies: tt.copies}); got != tt.want {
+				t.Errorf("needsWorkloadsBinding() = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestGVRsNeedWorkloads(t *testing.T) {
+	if gvrsNeedWorkloads([]schema.GroupVersionResource{configMapsGVR, namespacesGVR, crdsGVR}) {
+		t.Errorf("gvrsNeedWorkloads(built-ins) = true, want false")
+	}
+	if !gvrsNeedWorkloads([]schema.GroupVersionResource{configMapsGVR, deploymentsGVR}) {
+		t.Errorf("gvrsNeedWorkloads(with deployments) = false, want true")
+	}
+}
+
+// computeDesired, on a controller whose informers are filled by hand (never started).
+
+const (
+	testInventory = "inv"
+	testMailbox   = "inv-mb-u1"
+)
+
+func newTestInformer(indexers cache.Indexers) cache.SharedIndexInformer {
+	indexers[kcpcache.ClusterIndexName] = kcpcache.ClusterIndexFunc
+	return kcpinformers.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0, indexers)
+}
+
+func obj(apiVersion, kind, cluster, namespace, name string, labels map[string]string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+	u.SetNamespace(namespace)
+	u.SetName(name)
+	u.SetLabels(labels)
+	u.SetUID(types.UID("uid-" + cluster + "-" + name))
+	u.SetResourceVersion("7")
+	return withCluster(u, cluster)
+}
+
+type testWorld struct {
+	c *Controller
+}
+
+func newTestWorld(t *testing.T) *testWorld {
+	t.Helper()
+	resources := []resource{
+		{gvr: namespacesGVR, kind: "Namespace"},
+		{gvr: configMapsGVR, kind: "ConfigMap", namespaced: true},
+		{gvr: deploymentsGVR, kind: "Deployment", namespaced: true},
+	}
+	c := &Controller{
+		placements:  newTestInformer(cache.Indexers{}),
+		slices:      newTestInformer(cache.Indexers{byMailbox: sliceMailboxes, byPlacement: slicePlacement}),
+		customizers: newTestInformer(cache.Indexers{}),
+		syncTargets: newTestInformer(cache.Indexers{bySyncTarget: syncTargetMailbox}),
+		locations:   newTestInformer(cache.Indexers{}),
+	}
+	c.workload = &sources{c: c, resources: resources, informers: map[schema.GroupVersionResource]cache.SharedIndexInformer{}, custom: map[customKey]*customSource{}}
+	for _, r := range resources {
+		c.workload.informers[r.gvr] = newTestInformer(cache.Indexers{})
+	}
+	return &testWorld{c: c}
+}
+
+func (w *testWorld) add(t *testing.T, inf cache.SharedIndexInformer, u *unstructured.Unstructured) {
+	t.Helper()
+	if err := inf.GetIndexer().Add(u); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// placement adds an EdgePlacement with the given downsync tests, and its slice with the test
+// mailbox as destination.
+func (w *testWorld) placement(t *testing.T, cluster, name string, downsync []any) {
+	t.Helper()
+	p := obj("edge.kcp.io/v1alpha1", "EdgePlacement", cluster, "", name, nil)
+	p.Object["spec"] = map[string]any{"downsync": downsync}
+	w.add(t, w.c.placements, p)
+	s := obj("edge.kcp.io/v1alpha1", "SinglePlacementSlice", cluster, "", name+"-slice", nil)
+	yes := true
+	s.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "edge.kcp.io/v1alpha1", Kind: "EdgePlacement", Name: name, UID: p.GetUID(), Controller: &yes}})
+	s.Object["destinations"] = []any{map[string]any{"cluster": testInventory, "locationName": "loc", "syncTargetName": "st1", "syncTargetUID": "u1"}}
+	w.add(t, w.c.slices, s)
+}
+
+func (w *testWorld) workload(t *testing.T, gvr schema.GroupVersionResource, u *unstructured.Unstructured) {
+	t.Helper()
+	w.add(t, w.c.workload.informers[gvr], u)
+}
+
+func deploymentsIn(ns string) []any {
+	return []any{map[string]any{"apiGroup": "apps", "resources": []any{"deployments"}, "namespaces": []any{ns}}}
+}
+
+func TestComputeDesiredSelectsObjectsAndTheirNamespace(t *testing.T) {
+	w := newTestWorld(t)
+	w.placement(t, "ws1", "p1", deploymentsIn("app"))
+	w.workload(t, namespacesGVR, obj("v1", "Namespace", "ws1", "", "app", map[string]string{"team": "one"}))
+	w.workload(t, namespacesGVR, obj("v1", "Namespace", "ws1", "", "other", nil))
+	w.workload(t, deploymentsGVR, obj("apps/v1", "Deployment", "ws1", "app", "web", nil))
+	w.workload(t, deploymentsGVR, obj("apps/v1", "Deployment", "ws1", "other", "web", nil))
+	w.workload(t, configMapsGVR, obj("v1", "ConfigMap", "ws1", "app", "cfg", nil))
+
+	d, ok := w.c.computeDesired(testMailbox, nil)
+	if !ok {
+		t.Fatal("computeDesired() not ok")
+	}
+	want := []string{"deployments.apps/app/web", "namespaces/app"}
+	var got []string
+	for k := range d.copies {
+		got = append(got, k.String())
+	}
+	sort.Strings(got)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("copies = %q, want %q", got, want)
+	}
+	if len(d.problems) != 0 {
+		t.Errorf("problems = %+v, want none", d.problems)
+	}
+	if want := []placementKey{{"ws1", "p1"}}; !reflect.DeepEqual(d.placements, want) {
+		t.Errorf("placements = %v, want %v", d.placements, want)
+	}
+	dep := d.copies[ck(deploymentsGVR, "app", "web")]
+	if dep == nil {
+		t.Fatal("no deployment copy")
+	}
+	if dep.source != "ws1" || !reflect.DeepEqual(dep.placements, []string{"p1"}) {
+		t.Errorf("deployment copy source %q placements %v, want ws1 [p1]", dep.source, dep.placements)
+	}
+	if _, found := dep.obj.GetAnnotations()["kcp.io/cluster"]; found || dep.obj.GetUID() != "" || dep.obj.GetResourceVersion() != "" {
+		t.Errorf("the copy is not sanitised: %v", dep.obj.Object)
+	}
+}
+
+func TestComputeDesiredConflict(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		current    map[copyKey]copyRecord
+		wantHolder string
+	}{
+		{"no copy yet", nil, "neither is projected"},
+		{"a copy from ws2 already there", map[copyKey]copyRecord{ck(deploymentsGVR, "app", "web"): {source: "ws2"}}, "the copy from workspace ws2 stays"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newTestWorld(t)
+			w.placement(t, "ws1", "p1", deploymentsIn("app"))
+			w.placement(t, "ws1", "p3", deploymentsIn("app"))
+			w.placement(t, "ws2", "p2", deploymentsIn("app"))
+			for _, ws := range []string{"ws1", "ws2"} {
+				w.workload(t, namespacesGVR, obj("v1", "Namespace", ws, "", "app", map[string]string{"from": ws}))
+				w.workload(t, deploymentsGVR, obj("apps/v1", "Deployment", ws, "app", "web", nil))
+			}
+			w.workload(t, deploymentsGVR, obj("apps/v1", "Deployment", "ws1", "app", "only-ws1", nil))
+
+			d, ok := w.c.computeDesired(testMailbox, tt.current)
+			if !ok {
+				t.Fatal("computeDesired() not ok")
+			}
+			web := ck(deploymentsGVR, "app", "web")
+			if _, found := d.copies[web]; found {
+				t.Errorf("the colliding deployment is projected")
+			}
+			if !d.keep[web] {
+				t.Errorf("the colliding deployment is not kept")
+			}
+			only := d.copies[ck(deploymentsGVR, "app", "only-ws1")]
+			if only == nil || !reflect.DeepEqual(only.placements, []string{"p1", "p3"}) {
+				t.Errorf("only-ws1 copy = %+v, want one for placements p1 and p3", only)
+			}
+			// A namespace in both workspaces is no conflict: the first source's wins.
+			ns := d.copies[ck(namespacesGVR, "", "app")]
+			if ns == nil || ns.source != "ws1" || ns.obj.GetLabels()["from"] != "ws1" {
+				t.Errorf("namespace copy = %+v, want the one from ws1", ns)
+			}
+
+			var conflicted []string
+			for _, p := range d.problems {
+				if p.reason != problemConflict {
+					t.Errorf("unexpected problem %+v", p)
+					continue
+				}
+				conflicted = append(conflicted, p.placement.String())
+				for _, s := range []string{
+					"destination inv:st1: deployments.apps/app/web is selected from more than one workload workspace",
+					"EdgePlacement p1 of workspace ws1", "EdgePlacement p3 of workspace ws1", "EdgePlacement p2 of workspace ws2",
+					tt.wantHolder,
+				} {
+					if !strings.Contains(p.message, s) {
+						t.Errorf("conflict message %q does not contain %q", p.message, s)
+					}
+				}
+			}
+			sort.Strings(conflicted)
+			if want := []string{"ws1|p1", "ws1|p3", "ws2|p2"}; !reflect.DeepEqual(conflicted, want) {
+				t.Errorf("conflicts reported to %v, want %v", conflicted, want)
+			}
+		})
+	}
+}
+
+func TestComputeDesiredInvalidDownsync(t *testing.T) {
+	w := newTestWorld(t)
+	w.placement(t, "ws1", "bad", []any{map[string]any{"labelSelectors": []any{map[string]any{"matchLabels": map[string]any{"not valid!": "x"}}}}})
+	w.workload(t, configMapsGVR, obj("v1", "ConfigMap", "ws1", "app", "cfg", nil))
+
+	d, ok := w.c.computeDesired(testMailbox, nil)
+	if !ok {
+		t.Fatal("computeDesired() not ok")
+	}
+	if len(d.copies) != 0 {
+		t.Errorf("copies = %v, want none", d.copies)
+	}
+	if !d.keepSources["ws1"] {
+		t.Errorf("the copies from ws1 are not kept")
+	}
+	if len(d.problems) != 1 {
+		t.Fatalf("problems = %+v, want one", d.problems)
+	}
+	p := d.problems[0]
+	if p.placement != (placementKey{"ws1", "bad"}) || p.reason != problemSelection ||
+		!strings.HasPrefix(p.message, "destination inv:st1: spec.downsync[0].labelSelectors[0]") {
+		t.Errorf("problem = %+v", p)
+	}
+}
+
+func TestComputeDesiredNoPlacements(t *testing.T) {
+	w := newTestWorld(t)
+	w.workload(t, configMapsGVR, obj("v1", "ConfigMap", "ws1", "app", "cfg", nil))
+	d, ok := w.c.computeDesired(testMailbox, nil)
+	if !ok || len(d.copies) != 0 || len(d.problems) != 0 || len(d.placements) != 0 {
+		t.Errorf("computeDesired() = %+v, %v; want nothing", d, ok)
+	}
+}
