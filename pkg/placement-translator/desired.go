@@ -81,16 +81,19 @@ type desiredState struct {
 	// keepSources are workload workspaces whose copies all stay: a placement from there has an
 	// invalid downsync test.
 	keepSources map[string]bool
-	problems    []problem
-	placements  []placementKey
-	upsync      []edgev1alpha1.UpsyncSet
+	// keepResources are resources whose copies all stay: their objects are not all known yet.
+	keepResources map[schema.GroupResource]bool
+	problems      []problem
+	placements    []placementKey
+	upsync        []edgev1alpha1.UpsyncSet
 }
 
 // computeDesired works out what should be in the mailbox from the placements whose slices name
 // it as a destination. ok is false while the objects of some workload workspace are not all
 // known yet. current is what the mailbox holds, by identity, with each copy's source.
 func (c *Controller) computeDesired(mailbox string, current map[copyKey]copyRecord) (d *desiredState, ok bool) {
-	d = &desiredState{copies: map[copyKey]*desiredCopy{}, keep: map[copyKey]bool{}, keepSources: map[string]bool{}}
+	d = &desiredState{copies: map[copyKey]*desiredCopy{}, keep: map[copyKey]bool{}, keepSources: map[string]bool{},
+		keepResources: c.workload.notSynced()}
 	dests := c.destinationsOf(mailbox)
 	keys := make([]placementKey, 0, len(dests))
 	for k := range dests {

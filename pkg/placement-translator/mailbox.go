@@ -97,7 +97,7 @@ func (c *Controller) reconcileMailbox(ctx context.Context, name string) (time.Du
 	}
 	for _, key := range deleteOrder(state.copies) {
 		rec := state.copies[key]
-		if _, wanted := d.copies[key]; wanted || d.keep[key] || d.keepSources[rec.source] {
+		if _, wanted := d.copies[key]; wanted || d.keep[key] || d.keepSources[rec.source] || d.keepResources[key.gr] {
 			continue
 		}
 		err := c.cfg.Admin.Cluster(mb).Resource(rec.gvr).Namespace(key.namespace).Delete(ctx, key.name, metav1.DeleteOptions{})

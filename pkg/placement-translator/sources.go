@@ -9,6 +9,7 @@ import (
 	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
 	kcpdynamicinformer "github.com/kcp-dev/client-go/dynamic/dynamicinformer"
 	"github.com/kcp-dev/logicalcluster/v3"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -71,6 +72,12 @@ type sources struct {
 	resources []resource
 	informers map[schema.GroupVersionResource]cache.SharedIndexInformer
 
+	// unservedMu guards unserved: resources whose last list failed because the virtual
+	// workspace does not serve them (yet): kcp serves a claimed kind of another export only
+	// once some workspace binds that export.
+	unservedMu sync.Mutex
+	unserved   map[schema.GroupVersionResource]bool
+
 	ctx      context.Context
 	customMu sync.Mutex
 	custom   map[customKey]*customSource
@@ -88,10 +95,17 @@ type customSource struct {
 }
 
 func newSources(c *Controller, resources []resource) *sources {
-	s := &sources{c: c, resources: resources, informers: map[schema.GroupVersionResource]cache.SharedIndexInformer{}, custom: map[customKey]*customSource{}}
+	s := &sources{c: c, resources: resources, informers: map[schema.GroupVersionResource]cache.SharedIndexInformer{},
+		unserved: map[schema.GroupVersionResource]bool{}, custom: map[customKey]*customSource{}}
 	for _, r := range resources {
 		inf := kcpdynamicinformer.NewFilteredDynamicInformer(c.edgeVW, r.gvr, resyncPeriod,
 			cache.Indexers{kcpcache.ClusterIndexName: kcpcache.ClusterIndexFunc}, nil).Informer()
+		gvr := r.gvr
+		_ = inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
+			s.unservedMu.Lock()
+			s.unserved[gvr] = apierrors.IsNotFound(err)
+			s.unservedMu.Unlock()
+		})
 		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { c.workloadChanged(asUnstructured(obj)) },
 			UpdateFunc: func(_, obj any) { c.workloadChanged(asUnstructured(obj)) },
@@ -118,13 +132,28 @@ func (s *sources) start(ctx context.Context) {
 	}
 }
 
+// hasSynced says whether every informer has synced, or found its resource not served.
 func (s *sources) hasSynced() bool {
-	for _, inf := range s.informers {
-		if !inf.HasSynced() {
+	s.unservedMu.Lock()
+	defer s.unservedMu.Unlock()
+	for gvr, inf := range s.informers {
+		if !inf.HasSynced() && !s.unserved[gvr] {
 			return false
 		}
 	}
 	return true
+}
+
+// notSynced lists the resources whose informers have not synced: what is known of them is
+// incomplete, so their copies must not be deleted.
+func (s *sources) notSynced() map[schema.GroupResource]bool {
+	out := map[schema.GroupResource]bool{}
+	for gvr, inf := range s.informers {
+		if !inf.HasSynced() {
+			out[gvr.GroupResource()] = true
+		}
+	}
+	return out
 }
 
 // crdChanged starts or stops the informer on the custom kind that a CRD of a workload

@@ -538,35 +538,14 @@ func parsePlacementSelectors(raw []edgev1alpha1.LabelSelector) ([]labels.Selecto
 	return nil, fmt.Errorf("invalid selector, so no Location is selected: %s", strings.Join(problems, "; "))
 }
 
-// parseSelector converts a LabelSelector into a labels.Selector as metav1.LabelSelectorAsSelector
-// does. On error it returns labels.Nothing() and an error that names the first invalid part, at
-// path, in a stable order (matchLabels by key, then matchExpressions by index), so that the same
-// input always gives the same message.
+// parseSelector converts a LabelSelector into a labels.Selector. On error it returns
+// labels.Nothing() and an error that names the first invalid part, below path.
 func parseSelector(s *edgev1alpha1.LabelSelector, path string) (labels.Selector, error) {
-	selector, err := metav1.LabelSelectorAsSelector(s.AsMetav1())
-	if err == nil {
-		return selector, nil
+	selector, badPath, err := s.AsSelector(path)
+	if err != nil {
+		return labels.Nothing(), fmt.Errorf("%s: %w", badPath, err)
 	}
-	keys := make([]string, 0, len(s.MatchLabels))
-	for k := range s.MatchLabels {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		one := &metav1.LabelSelector{MatchLabels: map[string]string{k: s.MatchLabels[k]}}
-		if _, err := metav1.LabelSelectorAsSelector(one); err != nil {
-			return labels.Nothing(), fmt.Errorf("%s.matchLabels[%q]: %w", path, k, err)
-		}
-	}
-	for i, r := range s.MatchExpressions {
-		one := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-			Key: r.Key, Operator: r.Operator, Values: r.Values,
-		}}}
-		if _, err := metav1.LabelSelectorAsSelector(one); err != nil {
-			return labels.Nothing(), fmt.Errorf("%s.matchExpressions[%d]: %w", path, i, err)
-		}
-	}
-	return labels.Nothing(), fmt.Errorf("%s: %w", path, err)
+	return selector, nil
 }
 
 // selectorsEqual tells whether two selectors are the same, a nil map or list being the same as

@@ -115,6 +115,16 @@ func (e *Ensurer) WorkspaceOfType(ctx context.Context, path logicalcluster.Path,
 			want.Spec.Type = wsType.DeepCopy()
 		}
 		ws, err = e.KCP.Cluster(parent).TenancyV1alpha1().Workspaces().Create(ctx, want, metav1.CreateOptions{})
+		// A WorkspaceType created a moment ago may not have reached kcp's admission yet, which
+		// then refuses the workspace as of a type it cannot find: wait for it a little.
+		for deadline := time.Now().Add(15 * time.Second); isTypeNotYetKnown(err) && time.Now().Before(deadline); {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(250 * time.Millisecond):
+			}
+			ws, err = e.KCP.Cluster(parent).TenancyV1alpha1().Workspaces().Create(ctx, want, metav1.CreateOptions{})
+		}
 		if apierrors.IsAlreadyExists(err) {
 			ws, err = e.KCP.Cluster(parent).TenancyV1alpha1().Workspaces().Get(ctx, name, metav1.GetOptions{})
 		}
@@ -252,4 +262,10 @@ func conditionsSummary(conds conditionsv1alpha1.Conditions) string {
 		return ""
 	}
 	return "; " + strings.Join(parts, "; ")
+}
+
+// isTypeNotYetKnown says whether kcp refused a workspace because its WorkspaceType is not (yet)
+// known to admission.
+func isTypeNotYetKnown(err error) bool {
+	return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "workspacetypes.tenancy.kcp.io") && strings.Contains(err.Error(), "not found")
 }

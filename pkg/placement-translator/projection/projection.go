@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"slices"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
@@ -136,32 +135,12 @@ func parseSelectors(raw []edgev1alpha1.LabelSelector, field string) ([]labels.Se
 	return out, nil
 }
 
-// parseSelector converts s as metav1.LabelSelectorAsSelector does. On error it locates the first
-// invalid part, in a stable order (matchLabels by key, then matchExpressions by index), so that
-// the same input always gives the same message.
+// parseSelector converts s into a labels.Selector; the error locates the first invalid part,
+// below path.
 func parseSelector(s *edgev1alpha1.LabelSelector, path string) (labels.Selector, *SelectorError) {
-	selector, err := metav1.LabelSelectorAsSelector(s.AsMetav1())
-	if err == nil {
-		return selector, nil
+	selector, badPath, err := s.AsSelector(path)
+	if err != nil {
+		return nil, &SelectorError{Path: badPath, Err: err}
 	}
-	keys := make([]string, 0, len(s.MatchLabels))
-	for k := range s.MatchLabels {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		one := &metav1.LabelSelector{MatchLabels: map[string]string{k: s.MatchLabels[k]}}
-		if _, err := metav1.LabelSelectorAsSelector(one); err != nil {
-			return nil, &SelectorError{Path: fmt.Sprintf("%s.matchLabels[%q]", path, k), Err: err}
-		}
-	}
-	for i, r := range s.MatchExpressions {
-		one := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-			Key: r.Key, Operator: r.Operator, Values: r.Values,
-		}}}
-		if _, err := metav1.LabelSelectorAsSelector(one); err != nil {
-			return nil, &SelectorError{Path: fmt.Sprintf("%s.matchExpressions[%d]", path, i), Err: err}
-		}
-	}
-	return nil, &SelectorError{Path: path, Err: err}
+	return selector, nil
 }

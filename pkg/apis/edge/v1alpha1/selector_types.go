@@ -1,7 +1,11 @@
 package v1alpha1
 
 import (
+	"fmt"
+	"slices"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // LabelSelector has the shape of metav1.LabelSelector (YAML written for one is valid for the
@@ -55,4 +59,35 @@ func (s *LabelSelector) AsMetav1() *metav1.LabelSelector {
 		})
 	}
 	return out
+}
+
+// AsSelector converts the selector into a labels.Selector, as metav1.LabelSelectorAsSelector
+// does. On error it also returns the path of the first invalid part, below path, in a stable
+// order (matchLabels by key, then matchExpressions by index), so that the same input always
+// gives the same message.
+func (s *LabelSelector) AsSelector(path string) (selector labels.Selector, badPath string, err error) {
+	selector, err = metav1.LabelSelectorAsSelector(s.AsMetav1())
+	if err == nil {
+		return selector, "", nil
+	}
+	keys := make([]string, 0, len(s.MatchLabels))
+	for k := range s.MatchLabels {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		one := &metav1.LabelSelector{MatchLabels: map[string]string{k: s.MatchLabels[k]}}
+		if _, err := metav1.LabelSelectorAsSelector(one); err != nil {
+			return nil, fmt.Sprintf("%s.matchLabels[%q]", path, k), err
+		}
+	}
+	for i, r := range s.MatchExpressions {
+		one := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+			Key: r.Key, Operator: r.Operator, Values: r.Values,
+		}}}
+		if _, err := metav1.LabelSelectorAsSelector(one); err != nil {
+			return nil, fmt.Sprintf("%s.matchExpressions[%d]", path, i), err
+		}
+	}
+	return nil, path, err
 }
