@@ -5,8 +5,8 @@
 // costs kcp memory in proportion to the resources it binds, in every workspace that holds it. So
 // SyncerConfig is served by its own small export, which the mailbox WorkspaceType binds, and
 // which carries the permission claim on the syncer's heartbeat Lease; edge.kcp.io, which
-// inventory and workload workspaces bind, serves the rest (its permission claims are added by kubectl edge init). Both use the
-// schemas apigen wrote. Running it again on its own output changes nothing.
+// inventory and workload workspaces bind, serves the rest (its permission claims are added by
+// kubectl edge init). Both use the schemas apigen wrote. Running it again on its own output changes nothing.
 package main
 
 import (

@@ -243,10 +243,9 @@ func (c *Controller) projectPlacement(pk placementKey, p *edgev1alpha1.EdgePlace
 			}
 		}
 		if r.custom {
-			for k, wo := range byKey {
-				if k.gr == crdsGVR.GroupResource() && k.name == r.gvr.Resource+"."+r.gvr.Group {
-					selected[k] = wo
-				}
+			crdKey := copyKey{gr: crdsGVR.GroupResource(), name: r.gvr.Resource + "." + r.gvr.Group}
+			if crd, ok := byKey[crdKey]; ok {
+				selected[crdKey] = crd
 			}
 		}
 	}

@@ -108,22 +108,6 @@ func TestDeleteOrder(t *testing.T) {
 	}
 }
 
-func TestJoinComma(t *testing.T) {
-	tests := []struct {
-		in   []string
-		want string
-	}{
-		{nil, ""},
-		{[]string{"a"}, "a"},
-		{[]string{"a", "b", "c"}, "a,b,c"},
-	}
-	for _, tt := range tests {
-		if got := joinComma(tt.in); got != tt.want {
-			t.Errorf("joinComma(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
 func TestGVROf(t *testing.T) {
 	tests := []struct {
 		gr         metav1.GroupResource
@@ -220,9 +204,9 @@ func newTestWorld(t *testing.T) *testWorld {
 	}
 	c := &Controller{
 		placements:  newTestInformer(cache.Indexers{}),
-		slices:      newTestInformer(cache.Indexers{byMailbox: sliceMailboxes, byPlacement: slicePlacement}),
+		slices:      newTestInformer(cache.Indexers{byMailbox: sliceMailboxes, byPlacement: slicePlacement, byLocation: sliceLocations}),
 		customizers: newTestInformer(cache.Indexers{}),
-		syncTargets: newTestInformer(cache.Indexers{bySyncTarget: syncTargetMailbox}),
+		syncTargets: newTestInformer(cache.Indexers{syncTargetsByMailbox: syncTargetMailbox}),
 		locations:   newTestInformer(cache.Indexers{}),
 	}
 	c.workload = &sources{c: c, resources: resources, informers: map[schema.GroupVersionResource]cache.SharedIndexInformer{}, custom: map[customKey]*customSource{}}

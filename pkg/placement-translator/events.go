@@ -59,11 +59,7 @@ func (c *Controller) syncTargetChanged(old, obj *unstructured.Unstructured) {
 	if obj == nil {
 		return
 	}
-	if name := mailboxOf(obj); name != "" {
-		c.queue.Add(queueKey{mailbox: name})
-	}
-	name := mailbox.WorkspaceName(logicalcluster.From(obj), obj.GetUID())
-	c.queue.Add(queueKey{mailbox: name})
+	c.queue.Add(queueKey{mailbox: mailbox.WorkspaceName(logicalcluster.From(obj), obj.GetUID())})
 }
 
 // locationChanged queues the mailboxes of the destinations reached through the Location, whose
@@ -73,9 +69,9 @@ func (c *Controller) locationChanged(_, obj *unstructured.Unstructured) {
 		return
 	}
 	cluster := logicalcluster.From(obj).String()
-	for _, s := range c.slices.GetStore().List() {
-		u := asUnstructured(s)
-		for _, d := range destinations(u) {
+	slices, _ := c.slices.GetIndexer().ByIndex(byLocation, cluster+"|"+obj.GetName())
+	for _, s := range slices {
+		for _, d := range destinations(asUnstructured(s)) {
 			if d.Cluster == cluster && d.LocationName == obj.GetName() {
 				c.queue.Add(queueKey{mailbox: mailboxName(d)})
 			}
@@ -113,6 +109,19 @@ func sliceMailboxes(obj any) ([]string, error) {
 	return names, nil
 }
 
+// sliceLocations is the byLocation index function.
+func sliceLocations(obj any) ([]string, error) {
+	seen := map[string]bool{}
+	var keys []string
+	for _, d := range destinations(asUnstructured(obj)) {
+		if k := d.Cluster + "|" + d.LocationName; !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	return keys, nil
+}
+
 // slicePlacement is the byPlacement index function.
 func slicePlacement(obj any) ([]string, error) {
 	if key, ok := sliceOwner(asUnstructured(obj)); ok {
@@ -134,7 +143,7 @@ func sliceOwner(u *unstructured.Unstructured) (placementKey, bool) {
 	return placementKey{}, false
 }
 
-// syncTargetMailbox is the bySyncTarget index function: the mailbox workspace name of the
+// syncTargetMailbox is the syncTargetsByMailbox index function: the mailbox workspace name of the
 // SyncTarget.
 func syncTargetMailbox(obj any) ([]string, error) {
 	u := asUnstructured(obj)

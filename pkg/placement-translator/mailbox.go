@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	apisv1alpha2 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha2"
@@ -115,7 +116,7 @@ func (c *Controller) reconcileMailbox(ctx context.Context, name string) (time.Du
 }
 
 func (c *Controller) syncTargetOfMailbox(name string) *unstructured.Unstructured {
-	items, _ := c.syncTargets.GetIndexer().ByIndex(bySyncTarget, name)
+	items, _ := c.syncTargets.GetIndexer().ByIndex(syncTargetsByMailbox, name)
 	for _, item := range items {
 		if u := asUnstructured(item); u != nil {
 			return u
@@ -197,7 +198,7 @@ func (c *Controller) writeCopy(ctx context.Context, mb logicalcluster.Path, key 
 		annotations = map[string]string{}
 	}
 	sort.Strings(dc.placements)
-	annotations[AnnotationPlacements] = joinComma(dc.placements)
+	annotations[AnnotationPlacements] = strings.Join(dc.placements, ",")
 	obj.SetAnnotations(annotations)
 	hash := projection.Hash(obj.Object)
 	if hash == lastHash {
@@ -214,21 +215,24 @@ func (c *Controller) writeCopy(ctx context.Context, mb logicalcluster.Path, key 
 	return hash, nil
 }
 
+// applyRank orders writes: CRDs, then namespaces, then the rest.
+func applyRank(k copyKey) int {
+	switch k.gr {
+	case crdsGVR.GroupResource():
+		return 0
+	case namespacesGVR.GroupResource():
+		return 1
+	}
+	return 2
+}
+
 // applyOrder puts CRDs first, then namespaces, then the rest, each sorted.
 func applyOrder(copies map[copyKey]*desiredCopy) []copyKey {
 	keys := make([]copyKey, 0, len(copies))
 	for k := range copies {
 		keys = append(keys, k)
 	}
-	sortKeys(keys, func(k copyKey) int {
-		switch k.gr {
-		case crdsGVR.GroupResource():
-			return 0
-		case namespacesGVR.GroupResource():
-			return 1
-		}
-		return 2
-	})
+	sortKeys(keys, applyRank)
 	return keys
 }
 
@@ -238,15 +242,7 @@ func deleteOrder(copies map[copyKey]copyRecord) []copyKey {
 	for k := range copies {
 		keys = append(keys, k)
 	}
-	sortKeys(keys, func(k copyKey) int {
-		switch k.gr {
-		case crdsGVR.GroupResource():
-			return 2
-		case namespacesGVR.GroupResource():
-			return 1
-		}
-		return 0
-	})
+	sortKeys(keys, func(k copyKey) int { return -applyRank(k) })
 	return keys
 }
 
@@ -259,30 +255,15 @@ func sortKeys(keys []copyKey, rank func(copyKey) int) {
 	})
 }
 
-func joinComma(s []string) string {
-	out := ""
-	for i, v := range s {
-		if i > 0 {
-			out += ","
-		}
-		out += v
-	}
-	return out
-}
-
 // needsWorkloadsBinding: some copy is of a kind that kcp serves only through the workloads
 // export.
 func needsWorkloadsBinding(d *desiredState) bool {
-	for k := range d.copies {
-		if !k.isKCPBuiltInOrCustom(d) {
+	for k, dc := range d.copies {
+		if !isKCPBuiltIn(k.gr) && !dc.resource.custom {
 			return true
 		}
 	}
 	return false
-}
-
-func (k copyKey) isKCPBuiltInOrCustom(d *desiredState) bool {
-	return isKCPBuiltIn(k.gr) || d.copies[k].resource.custom
 }
 
 func gvrsNeedWorkloads(gvrs []schema.GroupVersionResource) bool {

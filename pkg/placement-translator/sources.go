@@ -106,11 +106,7 @@ func newSources(c *Controller, resources []resource) *sources {
 			s.unserved[gvr] = apierrors.IsNotFound(err)
 			s.unservedMu.Unlock()
 		})
-		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { c.workloadChanged(asUnstructured(obj)) },
-			UpdateFunc: func(_, obj any) { c.workloadChanged(asUnstructured(obj)) },
-			DeleteFunc: func(obj any) { c.workloadChanged(asUnstructured(obj)) },
-		})
+		_, _ = inf.AddEventHandler(c.workloadHandler())
 		if r.gvr.GroupResource() == crdsGVR.GroupResource() {
 			_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 				AddFunc:    func(obj any) { s.crdChanged(asUnstructured(obj), false) },
@@ -194,11 +190,7 @@ func (s *sources) crdChanged(crd *unstructured.Unstructured, deleted bool) {
 	ctx, stop := context.WithCancel(s.ctx)
 	client := s.c.cfg.Admin.Cluster(cluster.Path())
 	inf := dynamicinformer.NewFilteredDynamicInformer(client, key.gvr, "", resyncPeriod, cache.Indexers{}, nil).Informer()
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { s.c.workloadChanged(asUnstructured(obj)) },
-		UpdateFunc: func(_, obj any) { s.c.workloadChanged(asUnstructured(obj)) },
-		DeleteFunc: func(obj any) { s.c.workloadChanged(asUnstructured(obj)) },
-	})
+	_, _ = inf.AddEventHandler(s.c.workloadHandler())
 	s.custom[key] = &customSource{
 		resource: resource{gvr: key.gvr, kind: kind, namespaced: scope == "Namespaced", custom: true},
 		informer: inf,
@@ -206,6 +198,15 @@ func (s *sources) crdChanged(crd *unstructured.Unstructured, deleted bool) {
 	}
 	klog.FromContext(ctx).V(2).Info("watching a custom kind of a workload workspace", "cluster", cluster, "resource", key.gvr)
 	go inf.Run(ctx.Done())
+}
+
+// workloadHandler queues, on any change of a workload object, the mailboxes it can affect.
+func (c *Controller) workloadHandler() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.workloadChanged(asUnstructured(obj)) },
+		UpdateFunc: func(_, obj any) { c.workloadChanged(asUnstructured(obj)) },
+		DeleteFunc: func(obj any) { c.workloadChanged(asUnstructured(obj)) },
+	}
 }
 
 // workloadObject is one object of a workload workspace, with its kind.

@@ -70,8 +70,10 @@ const (
 	byMailbox = "byMailbox"
 	// byPlacement indexes slices by <cluster>|<placement>.
 	byPlacement = "byPlacement"
-	// bySyncTarget indexes SyncTargets by their mailbox workspace name.
-	bySyncTarget = "byMailboxName"
+	// byLocation indexes slices by <cluster>|<location> of their destinations.
+	byLocation = "byLocation"
+	// syncTargetsByMailbox indexes SyncTargets by their mailbox workspace name.
+	syncTargetsByMailbox = "syncTargetsByMailbox"
 )
 
 // Config is what the controller needs.
@@ -147,9 +149,9 @@ func NewController(cfg Config) (*Controller, error) {
 		return kcpdynamicinformer.NewFilteredDynamicInformer(edgeVW, gvr, resyncPeriod, indexers, nil).Informer()
 	}
 	c.placements = newInformer(placementsGVR, cache.Indexers{})
-	c.slices = newInformer(slicesGVR, cache.Indexers{byMailbox: sliceMailboxes, byPlacement: slicePlacement})
+	c.slices = newInformer(slicesGVR, cache.Indexers{byMailbox: sliceMailboxes, byPlacement: slicePlacement, byLocation: sliceLocations})
 	c.customizers = newInformer(customizersGVR, cache.Indexers{})
-	c.syncTargets = newInformer(syncTargetsGVR, cache.Indexers{bySyncTarget: syncTargetMailbox})
+	c.syncTargets = newInformer(syncTargetsGVR, cache.Indexers{syncTargetsByMailbox: syncTargetMailbox})
 	c.locations = newInformer(locationsGVR, cache.Indexers{})
 
 	resources, err := discoverWorkloadResources(cfg.EdgeVWConfig)
