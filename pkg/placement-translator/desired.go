@@ -19,7 +19,7 @@ import (
 // Labels and annotations on the copies in mailboxes.
 const (
 	// LabelProjected marks a copy made by the placement translator; it deletes only these.
-	LabelProjected = "edge.kcp.io/projected"
+	LabelProjected = edgev1alpha1.LabelProjected
 	// LabelSourceCluster is the logical cluster of the workload workspace the copy comes from.
 	LabelSourceCluster = "edge.kcp.io/source-cluster"
 	// AnnotationPlacements lists the EdgePlacements that select the copy's original.

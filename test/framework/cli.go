@@ -88,15 +88,19 @@ func run(t testing.TB, stdin, name string, args ...string) Result {
 	s := KCP(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	r := runCommand(ctx, stdin, []string{"KUBECONFIG=" + s.KubeconfigPath, "PATH=" + BinDir(t) + string(os.PathListSeparator) + os.Getenv("PATH")}, name, args...)
+	t.Logf("$ %s %s\n%s%s", filepath.Base(name), strings.Join(args, " "), indent(r.Stdout), indent(r.Stderr))
+	return r
+}
+
+// runCommand runs a command with stdin on its input and env added to this process' environment.
+func runCommand(ctx context.Context, stdin string, env []string, name string, args ...string) Result {
 	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Env = append(os.Environ(),
-		"KUBECONFIG="+s.KubeconfigPath,
-		"PATH="+BinDir(t)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
-	t.Logf("$ %s %s\n%s%s", filepath.Base(name), strings.Join(args, " "), indent(stdout.String()), indent(stderr.String()))
 	return Result{Stdout: stdout.String(), Stderr: stderr.String(), Err: err}
 }
 

@@ -84,6 +84,7 @@ func RunWithKCP(m *testing.M) int {
 	if code != 0 && server.logPath != "" {
 		server.printLogTail(80)
 	}
+	stopEdgeKCP()
 	server.stop()
 	return code
 }

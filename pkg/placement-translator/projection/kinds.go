@@ -156,3 +156,11 @@ func decodeOne(text string) (map[string]any, error) {
 	}
 	return objects[0], nil
 }
+
+// ActiveResource returns the resource of a kind that IsActiveInCenter, e.g.
+// "validatingwebhookconfigurations" for admissionregistration.k8s.io ValidatingWebhookConfiguration;
+// ok is false for every other kind.
+func ActiveResource(gk schema.GroupKind) (resource string, ok bool) {
+	resource, ok = activeKinds[gk]
+	return resource, ok
+}

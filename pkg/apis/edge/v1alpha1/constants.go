@@ -51,6 +51,23 @@ const (
 	// LabelSyncTarget on a SyncTarget is its own name, so that a Location's instanceSelector
 	// can select exactly that SyncTarget (kubectl edge ensure location sets both).
 	LabelSyncTarget = "edge.kcp.io/synctarget"
+
+	// LabelProjected "true" marks a copy in a mailbox made by the placement translator; the
+	// translator deletes only these, and the syncer down-syncs only these.
+	LabelProjected = "edge.kcp.io/projected"
+	// LabelUpsynced "true" marks an object in a mailbox that the syncer up-synced from its edge
+	// cluster; the syncer deletes only these, and the placement translator carries them back.
+	LabelUpsynced = "edge.kcp.io/upsynced"
+	// AnnotationCreateOnly "true" on a workload object: the syncer creates it at the edge when it
+	// is missing and never updates or repairs it afterwards.
+	AnnotationCreateOnly = "edge.kcp.io/create-only"
+	// AnnotationSyncError on a mailbox copy is why the syncer could not apply it at the edge.
+	AnnotationSyncError = "edge.kcp.io/sync-error"
+	// AnnotationCreatedAtEdge on a mailbox copy of a create-only object is when the syncer
+	// created it at the edge; it is not created again.
+	AnnotationCreatedAtEdge = "edge.kcp.io/created-at-edge"
+	// AnnotationUpsyncedFrom on an up-synced object in a mailbox names the SyncTarget it came from.
+	AnnotationUpsyncedFrom = "edge.kcp.io/upsynced-from"
 )
 
 // Names of the APIExports in the edge service provider workspace.

@@ -1,0 +1,133 @@
+// Command edge-syncer is edge-mc's agent in an edge cluster: it opens the connection to its
+// mailbox workspace in kcp and keeps the edge cluster in step with it (see package syncer):
+//
+//	edge-syncer --from-kubeconfig <mailbox kubeconfig> [--to-kubeconfig <edge kubeconfig>] \
+//	  --sync-target-name N --sync-target-uid U [--qps Q --burst B]
+//
+// kubectl edge prep-for-syncer prints the YAML that runs it in an edge cluster, or with
+// --kubeconfig-only the mailbox kubeconfig for running it as a local process. See
+// docs/syncer.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/klog/v2"
+
+	"github.com/kcp-dev/edge-mc/pkg/syncer"
+)
+
+func main() {
+	fs := pflag.NewFlagSet("edge-syncer", pflag.ContinueOnError)
+	from := fs.String("from-kubeconfig", "", "kubeconfig of the mailbox workspace (from kubectl edge prep-for-syncer)")
+	to := fs.String("to-kubeconfig", "", "kubeconfig of the edge cluster (default: the in-cluster configuration)")
+	name := fs.String("sync-target-name", "", "name of the SyncTarget this syncer serves")
+	uid := fs.String("sync-target-uid", "", "UID of the SyncTarget this syncer serves")
+	qps := fs.Float32("qps", 20, "requests per second to the mailbox (the center), sustained")
+	burst := fs.Int("burst", 40, "requests to the mailbox in a burst")
+	edgeQPS := fs.Float32("edge-qps", 50, "requests per second to the edge cluster, sustained")
+	edgeBurst := fs.Int("edge-burst", 100, "requests to the edge cluster in a burst")
+	workers := fs.Int("workers", 4, "objects applied at once")
+	statusCoalesce := fs.Duration("status-coalesce", 2*time.Second, "status changes of one object within this long make one write to the mailbox")
+	httpAddress := fs.String("http-address", ":8080", "address serving /healthz, /readyz and /metrics")
+	hostname, _ := os.Hostname()
+	identity := fs.String("identity", hostname, "this syncer's name in its heartbeat Lease")
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	fs.AddGoFlagSet(klogFlags)
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		if err == pflag.ErrHelp {
+			return
+		}
+		fail("%v", err)
+	}
+	switch {
+	case *from == "":
+		fail("--from-kubeconfig must name the mailbox kubeconfig (kubectl edge prep-for-syncer --kubeconfig-only prints it)")
+	case *name == "" || *uid == "":
+		fail("--sync-target-name and --sync-target-uid are required (kubectl edge prep-for-syncer prints them)")
+	}
+	mailboxCfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		&clientcmd.ClientConfigLoadingRules{ExplicitPath: *from}, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		fail("--from-kubeconfig %s: %v", *from, err)
+	}
+	mailboxCfg.QPS, mailboxCfg.Burst = *qps, *burst
+	var edgeCfg *rest.Config
+	if *to == "" {
+		if edgeCfg, err = rest.InClusterConfig(); err != nil {
+			fail("not running in a cluster, so --to-kubeconfig must name the edge cluster's kubeconfig: %v", err)
+		}
+	} else if edgeCfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		&clientcmd.ClientConfigLoadingRules{ExplicitPath: *to}, &clientcmd.ConfigOverrides{}).ClientConfig(); err != nil {
+		fail("--to-kubeconfig %s: %v", *to, err)
+	}
+	edgeCfg.QPS, edgeCfg.Burst = *edgeQPS, *edgeBurst
+
+	s, err := syncer.New(syncer.Config{
+		Mailbox: mailboxCfg, Edge: edgeCfg,
+		SyncTargetName: *name, SyncTargetUID: *uid, Identity: *identity,
+		Workers: *workers, StatusCoalesce: *statusCoalesce,
+	})
+	if err != nil {
+		fail("%v", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	logger := klog.Background().WithName("edge-syncer")
+	ctx = klog.NewContext(ctx, logger)
+	if err := serveHTTP(*httpAddress, s.Ready); err != nil {
+		fail("%v", err)
+	}
+	logger.Info("starting", "syncTarget", *name, "uid", *uid, "mailbox", mailboxCfg.Host, "edge", edgeCfg.Host)
+	if err := s.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		logger.Error(err, "stopped")
+		os.Exit(1)
+	}
+	logger.Info("stopped")
+}
+
+func fail(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "error: "+format+"\n", args...)
+	os.Exit(2)
+}
+
+// serveHTTP serves /healthz (the process lives), /readyz (in touch with the mailbox, or why not)
+// and /metrics.
+func serveHTTP(address string, ready func() (bool, string)) error {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if ok, why := ready(); !ok {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(why))
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	mux.Handle("/metrics", legacyregistry.Handler())
+	l, err := net.Listen("tcp", address)
+	if err != nil {
+		return fmt.Errorf("serving health and metrics on %s: %w", address, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintf(os.Stderr, "http server: %v\n", err)
+		}
+	}()
+	return nil
+}

@@ -1,0 +1,69 @@
+package syncer
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+)
+
+// heartbeat renews the heartbeat Lease in the mailbox every HeartbeatInterval, with a little
+// jitter, until ctx ends. A failed renewal is logged once per outage and tried again at the next
+// tick.
+func (s *Syncer) heartbeat(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	wait.JitterUntilWithContext(ctx, func(ctx context.Context) {
+		err := s.renewLease(ctx)
+		s.mu.Lock()
+		wasOK := s.heartbeatOK
+		s.heartbeatOK = err == nil
+		s.mu.Unlock()
+		switch {
+		case err != nil:
+			metricHeartbeats.WithLabelValues("failed").Inc()
+			metricConnected.Set(0)
+			if wasOK {
+				logger.Error(err, "the heartbeat did not reach the mailbox; the edge stays as it is, and the syncer keeps trying")
+			}
+		default:
+			metricHeartbeats.WithLabelValues("ok").Inc()
+			metricConnected.Set(1)
+			if !wasOK {
+				logger.Info("the heartbeat reaches the mailbox")
+			}
+		}
+	}, s.cfg.HeartbeatInterval, 0.1, true)
+}
+
+func (s *Syncer) renewLease(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.HeartbeatInterval)
+	defer cancel()
+	leases := s.mailboxKube.CoordinationV1().Leases(s.cfg.HeartbeatNamespace)
+	now := metav1.NewMicroTime(time.Now())
+	lease, err := leases.Get(ctx, s.cfg.HeartbeatLease, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = leases.Create(ctx, &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: s.cfg.HeartbeatLease, Namespace: s.cfg.HeartbeatNamespace},
+			Spec: coordinationv1.LeaseSpec{
+				HolderIdentity:       ptr.To(s.cfg.Identity),
+				LeaseDurationSeconds: ptr.To(int32(4 * s.cfg.HeartbeatInterval / time.Second)),
+				AcquireTime:          &now,
+				RenewTime:            &now,
+			},
+		}, metav1.CreateOptions{})
+	} else if err == nil {
+		lease.Spec.HolderIdentity = ptr.To(s.cfg.Identity)
+		lease.Spec.RenewTime = &now
+		_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("renewing Lease %s/%s in the mailbox: %w", s.cfg.HeartbeatNamespace, s.cfg.HeartbeatLease, err)
+	}
+	return nil
+}

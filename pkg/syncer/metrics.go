@@ -1,0 +1,55 @@
+package syncer
+
+import (
+	"sync"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+var (
+	metricApplies = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "edge_syncer", Name: "applies_total",
+		Help:           "Objects applied at the edge, by result: applied, waiting (for their namespace or kind), refused (by the edge cluster), error (to be retried).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"result"})
+	metricDeletes = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace: "edge_syncer", Name: "deletes_total",
+		Help:           "Objects deleted at the edge because their copy left the mailbox.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	metricDriftRepairs = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace: "edge_syncer", Name: "drift_repairs_total",
+		Help:           "Objects edited or deleted at the edge that the syncer put back.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	metricStatusWrites = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "edge_syncer", Name: "status_writes_total",
+		Help:           "Writes of edge status into mailbox copies, by result.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"result"})
+	metricUpsyncWrites = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "edge_syncer", Name: "upsync_writes_total",
+		Help:           "Up-synced objects written into or deleted from the mailbox, by operation.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"operation"})
+	metricHeartbeats = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "edge_syncer", Name: "heartbeats_total",
+		Help:           "Heartbeat Lease renewals in the mailbox, by result (ok, failed).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"result"})
+	metricConnected = metrics.NewGauge(&metrics.GaugeOpts{
+		Namespace: "edge_syncer", Name: "center_connected",
+		Help:           "1 when the last heartbeat reached the mailbox, else 0.",
+		StabilityLevel: metrics.ALPHA,
+	})
+)
+
+var registerOnce sync.Once
+
+func init() {
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(metricApplies, metricDeletes, metricDriftRepairs, metricStatusWrites,
+			metricUpsyncWrites, metricHeartbeats, metricConnected)
+	})
+}

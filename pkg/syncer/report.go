@@ -1,0 +1,69 @@
+package syncer
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+)
+
+// maxReportedErrors bounds SyncerConfig status.errors, as its schema does.
+const maxReportedErrors = 20
+
+// writeReport writes the SyncerConfig's status: the generation acted on and the errors met, at
+// most maxReportedErrors of them, when it changed.
+func (s *Syncer) writeReport(ctx context.Context, _ string) (time.Duration, error) {
+	s.mu.Lock()
+	if !s.configSeen {
+		s.mu.Unlock()
+		return 0, nil
+	}
+	errs := append([]string(nil), s.configErrors...)
+	for src, msg := range s.objectErrors {
+		errs = append(errs, src.String()+": "+msg)
+	}
+	generation := s.observedGeneration
+	s.mu.Unlock()
+	errs = sortedErrors(errs, maxReportedErrors)
+	id := fmt.Sprintf("%d|%s", generation, strings.Join(errs, "\n"))
+	s.mu.Lock()
+	same := id == s.lastReport
+	s.mu.Unlock()
+	if same {
+		return 0, nil
+	}
+	status := map[string]any{
+		"observedGeneration":         generation,
+		"lastSyncerConfigUpdateTime": metav1.Now().UTC().Format(time.RFC3339),
+	}
+	if len(errs) > 0 {
+		status["errors"] = errs // left out when there are none, which withdraws the earlier ones
+	}
+	body, err := json.Marshal(map[string]any{
+		"apiVersion": edgev1alpha1.SchemeGroupVersion.String(),
+		"kind":       "SyncerConfig",
+		"metadata":   map[string]any{"name": edgev1alpha1.SyncerConfigName},
+		"status":     status,
+	})
+	if err != nil {
+		return 0, err
+	}
+	force := true
+	if _, err := s.mailbox.Resource(syncerConfigGVR).Patch(ctx, edgev1alpha1.SyncerConfigName, types.ApplyPatchType, body,
+		metav1.PatchOptions{FieldManager: FieldManager, Force: &force}, "status"); err != nil {
+		return 0, fmt.Errorf("writing the SyncerConfig's status: %w", err)
+	}
+	s.mu.Lock()
+	s.lastReport = id
+	s.mu.Unlock()
+	return 0, nil
+}
+
+// reportCoalesce gathers errors that come in a burst into one write of the SyncerConfig's status.
+const reportCoalesce = time.Second
