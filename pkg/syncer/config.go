@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -350,11 +351,10 @@ func (s *Syncer) sweepEdge(ctx context.Context) error {
 	return nil
 }
 
-// subresourcesServed returns the resources that serve the named subresource.
-func subresourcesServed(d interface {
-	ServerPreferredResources() ([]*metav1.APIResourceList, error)
-}, sub string) (map[schema.GroupResource]bool, error) {
-	lists, err := d.ServerPreferredResources()
+// subresourcesServed returns the resources that serve the named subresource, of any version.
+// (ServerPreferredResources leaves subresources out.)
+func subresourcesServed(d discovery.DiscoveryInterface, sub string) (map[schema.GroupResource]bool, error) {
+	_, lists, err := d.ServerGroupsAndResources()
 	if err != nil && len(lists) == 0 {
 		return nil, err
 	}

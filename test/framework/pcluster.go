@@ -156,3 +156,8 @@ func GetObject(t testing.TB, client dynamic.Interface, gvr schema.GroupVersionRe
 	}
 	return u
 }
+
+// PCluster returns the cluster as an edge cluster for StartSyncer.
+func (k *KubeCluster) PCluster() *PCluster {
+	return &PCluster{Name: k.Name, KubeconfigPath: k.KubeconfigPath, Config: k.Config}
+}

@@ -1,0 +1,103 @@
+package syncer
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kcp-dev/edge-mc/test/framework"
+)
+
+const kubeWorkload = `apiVersion: v1
+kind: Namespace
+metadata: {name: shop}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api, namespace: shop}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: api}}
+  template:
+    metadata: {labels: {app: api}}
+    spec: {containers: [{name: api, image: registry.example/api:1}]}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: api-settings, namespace: shop}
+data: {mode: fast}
+---
+# kcp stores this Deployment, but Kubernetes refuses it: its selector does not match its
+# template's labels.
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: broken, namespace: shop}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: broken}}
+  template:
+    metadata: {labels: {app: something-else}}
+    spec: {containers: [{name: broken, image: registry.example/broken:1}]}
+`
+
+const kubePlacement = `apiVersion: edge.kcp.io/v1alpha1
+kind: EdgePlacement
+metadata: {name: shop}
+spec:
+  locationSelectors: [{matchLabels: {region: north}}]
+  downsync:
+  - namespaces: [shop]
+`
+
+// TestRealKubernetesEdge syncs into a real Kubernetes control plane with a kwok node: the
+// Deployment's status from the real controllers comes back to the mailbox copy, and an object the
+// cluster refuses shows why on its copy while the others are applied.
+func TestRealKubernetesEdge(t *testing.T) {
+	f := setUp(t, map[string]string{"kube1": "north"})
+	kube := framework.StartKubeCluster(t, "kube1")
+	framework.StartSyncer(t, f.espw, f.imw, "kube1", kube.PCluster())
+	mailbox := framework.KCP(t).DynamicClient(t, f.mailbox(t, "kube1"))
+	ec := kube.DynamicClient(t)
+
+	f.apply(t, f.wmw, kubeWorkload)
+	f.apply(t, f.wmw, kubePlacement)
+
+	eventually(t, "applied", ec, configMaps, "shop", "api-settings", fieldIs("fast", "data", "mode"))
+	eventually(t, "ready at the edge", ec, deployments, "shop", "api", fieldIs("2", "status", "readyReplicas"))
+	eventually(t, "status in the mailbox", mailbox, deployments, "shop", "api", fieldIs("2", "status", "readyReplicas"))
+
+	eventually(t, "refusal on the copy", mailbox, deployments, "shop", "broken", func(u *unstructured.Unstructured) string {
+		if u == nil {
+			return "absent"
+		}
+		msg := u.GetAnnotations()["edge.kcp.io/sync-error"]
+		if !strings.Contains(msg, "refused") || !strings.Contains(msg, "selector") {
+			return "annotation edge.kcp.io/sync-error is " + msg
+		}
+		s, reason, m := framework.ConditionStatus(u, "EdgeApplied")
+		if s != "False" || !strings.Contains(m, "selector") {
+			return "condition EdgeApplied is " + string(s) + " " + reason + ": " + m
+		}
+		return ""
+	})
+	if framework.GetObject(t, ec, deployments, "shop", "broken") != nil {
+		t.Errorf("the refused Deployment exists at the edge")
+	}
+
+	// Fixing it in the workload workspace clears the report.
+	f.kubectl(t, f.wmw, "patch", "deployment", "broken", "-n", "shop", "--type=merge", "-p", `{"spec":{"template":{"metadata":{"labels":{"app":"broken"}}}}}`)
+	eventually(t, "fixed at the edge", ec, deployments, "shop", "broken", fieldIs("1", "status", "readyReplicas"))
+	eventually(t, "report withdrawn", mailbox, deployments, "shop", "broken", func(u *unstructured.Unstructured) string {
+		if u == nil {
+			return "absent"
+		}
+		if msg := u.GetAnnotations()["edge.kcp.io/sync-error"]; msg != "" {
+			return "edge.kcp.io/sync-error is still " + msg
+		}
+		if s, _, _ := framework.ConditionStatus(u, "EdgeApplied"); s != "" {
+			return "condition EdgeApplied is still there"
+		}
+		return fieldIs("1", "status", "readyReplicas")(u)
+	})
+}
