@@ -69,8 +69,15 @@ $(KWOK): hack/tools/kwok/go.mod hack/tools/kwok/go.sum
 ##@ Build
 
 .PHONY: build
-build: ## Build edge-mc's binaries into bin/ (kubectl-edge, edge-controller-manager).
+build: ## Build edge-mc's binaries into bin/ (kubectl-edge, edge-controller-manager, edge-syncer).
 	$(GO) build -o $(BIN)/ ./cmd/...
+
+IMAGE ?= edge-syncer:dev
+CONTAINER_TOOL ?= docker
+
+.PHONY: image-syncer
+image-syncer: ## Build the edge-syncer container image IMAGE (default edge-syncer:dev) with CONTAINER_TOOL (docker or podman).
+	$(CONTAINER_TOOL) build -f cmd/edge-syncer/Dockerfile -t $(IMAGE) .
 
 ##@ Code generation
 

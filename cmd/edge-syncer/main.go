@@ -25,6 +25,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/component-base/metrics/legacyregistry"
+	_ "k8s.io/component-base/metrics/prometheus/clientgo"  // client-go request metrics
+	_ "k8s.io/component-base/metrics/prometheus/workqueue" // work queue metrics
 	"k8s.io/klog/v2"
 
 	"github.com/kcp-dev/edge-mc/pkg/syncer"

@@ -205,6 +205,11 @@ func containsAll(have, want any) bool {
 	case nil:
 		return isEmpty(have)
 	}
+	if wi, ok := want.(int64); ok {
+		if hi, ok := have.(int64); ok {
+			return hi == wi // exactly: large integers do not survive a float64
+		}
+	}
 	if wn, ok := asFloat(want); ok {
 		hn, ok := asFloat(have)
 		return ok && hn == wn

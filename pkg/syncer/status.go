@@ -1,6 +1,7 @@
 package syncer
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
-
 )
 
 // ConditionEdgeApplied is the condition the syncer adds to a mailbox copy's status.conditions
@@ -154,8 +154,8 @@ func mailboxStatus(edgeStatus map[string]any, errMsg string) map[string]any {
 	return out
 }
 
-// normalizeJSON returns v after a JSON round trip, so that numbers of different Go types compare
-// equal.
+// normalizeJSON returns v after a JSON round trip, numbers kept as their text, so that numbers of
+// different Go types but equal value compare equal, and large integers stay exact.
 func normalizeJSON(v map[string]any) any {
 	if len(v) == 0 {
 		return nil
@@ -165,7 +165,8 @@ func normalizeJSON(v map[string]any) any {
 		return v
 	}
 	var out any
-	_ = json.Unmarshal(data, &out)
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	_ = dec.Decode(&out)
 	return out
 }
-

@@ -139,6 +139,13 @@ func TestFullCycle(t *testing.T) {
 		uids[o] = string(u.GetUID())
 	}
 	eventually(t, "customised", ec, configMaps, "app", "settings", fieldIs("east", "data", "region"))
+	// The heartbeat shows on the SyncTarget.
+	eventually(t, "heartbeat", framework.KCP(t).DynamicClient(t, f.imw), syncTargets, "", "edge1", func(u *unstructured.Unstructured) string {
+		if s, reason, msg := framework.ConditionStatus(u, "SyncerReady"); s != metav1.ConditionTrue {
+			return fmt.Sprintf("SyncerReady is %s (%s: %s)", s, reason, msg)
+		}
+		return ""
+	})
 	if u := framework.GetObject(t, ec, secrets, "app", "creds"); u == nil || fieldOf(u, "data", "password") != "czNjcmV0" {
 		t.Errorf("the Secret's data did not arrive as written: %v", u)
 	}

@@ -1,0 +1,114 @@
+package outage
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kcp-dev/edge-mc/test/framework"
+)
+
+const workload = `apiVersion: v1
+kind: Namespace
+metadata: {name: app}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: app}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: nginx}]}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: stable, namespace: app}
+data: {a: "1"}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: changing, namespace: app}
+data: {version: "1"}
+---
+apiVersion: edge.kcp.io/v1alpha1
+kind: EdgePlacement
+metadata: {name: app}
+spec:
+  locationSelectors: [{matchLabels: {region: east}}]
+  downsync: [{namespaces: [app]}]
+`
+
+// edgeState is what the test compares across the outage: each object's UID and
+// resourceVersion at the edge.
+type edgeState map[string][2]string
+
+func snapshot(t *testing.T, edge *framework.PCluster) edgeState {
+	t.Helper()
+	ec := edge.DynamicClient(t)
+	out := edgeState{}
+	for _, o := range []struct {
+		gvr             schema.GroupVersionResource
+		namespace, name string
+	}{{namespaces, "", "app"}, {deployments, "app", "web"}, {configMaps, "app", "stable"}, {configMaps, "app", "changing"}} {
+		u := framework.GetObject(t, ec, o.gvr, o.namespace, o.name)
+		id := o.gvr.Resource + "/" + o.name
+		if u == nil {
+			out[id] = [2]string{"absent", ""}
+			continue
+		}
+		out[id] = [2]string{string(u.GetUID()), u.GetResourceVersion()}
+	}
+	return out
+}
+
+// TestCenterOutage kills kcp for 60 s while the workload runs at the edge, then restarts it and
+// changes one object.
+func TestCenterOutage(t *testing.T) {
+	f := setUp(t, map[string]string{"edge1": "east"})
+	edge := framework.NewLogicalPCluster(t, "edge1")
+	syncer := framework.StartSyncer(t, f.espw, f.imw, "edge1", edge)
+	f.mailbox(t, "edge1")
+	ec := edge.DynamicClient(t)
+	f.apply(t, f.wmw, workload)
+	eventually(t, "down-sync", ec, configMaps, "app", "changing", fieldIs("1", "data", "version"))
+	eventually(t, "down-sync", ec, deployments, "app", "web", present)
+	time.Sleep(5 * time.Second) // let status writes and the like settle
+	before := snapshot(t, edge)
+
+	kcp := framework.KCP(t)
+	t.Log("killing kcp")
+	kcp.Kill()
+	for i := 0; i < 6; i++ {
+		time.Sleep(10 * time.Second)
+		if now := snapshot(t, edge); fmt.Sprint(now) != fmt.Sprint(before) {
+			t.Fatalf("the edge changed while the center was down:\nbefore %v\nnow    %v", before, now)
+		}
+		if syncer.Exited() {
+			t.Fatal("edge-syncer exited while the center was down")
+		}
+	}
+	t.Log("restarting kcp after 60 s")
+	if err := kcp.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	f.kubectl(t, f.wmw, "patch", "configmap", "changing", "-n", "app", "--type=merge", "-p", `{"data":{"version":"2"}}`)
+	eventually(t, "the change after the outage", ec, configMaps, "app", "changing", fieldIs("2", "data", "version"))
+
+	after := snapshot(t, edge)
+	for id, b := range before {
+		a := after[id]
+		if a[0] != b[0] {
+			t.Errorf("%s was deleted and recreated: uid %s, now %s", id, b[0], a[0])
+		}
+		if id != "configmaps/changing" && a[1] != b[1] {
+			t.Errorf("%s, which did not change, was written: resourceVersion %s, now %s", id, b[1], a[1])
+		}
+	}
+	if syncer.Exited() {
+		t.Error("edge-syncer exited")
+	}
+}

@@ -1,0 +1,83 @@
+package syncer
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kcp-dev/edge-mc/test/framework"
+)
+
+// TestSyncerRestartMidway kills edge-syncer while it is applying a workload of many objects, slowed
+// down by a low request rate to the edge, and restarts it: every object arrives, once, and those
+// applied before the kill keep their UIDs.
+func TestSyncerRestartMidway(t *testing.T) {
+	const count = 60
+	f := setUp(t, map[string]string{"edge2": "south"})
+	edge := framework.NewLogicalPCluster(t, "edge2")
+	var manifest strings.Builder
+	manifest.WriteString("apiVersion: v1\nkind: Namespace\nmetadata: {name: many}\n")
+	for i := 0; i < count; i++ {
+		fmt.Fprintf(&manifest, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-%02d, namespace: many}\ndata: {i: \"%d\"}\n", i, i)
+	}
+	manifest.WriteString(`---
+apiVersion: edge.kcp.io/v1alpha1
+kind: EdgePlacement
+metadata: {name: many}
+spec:
+  locationSelectors: [{matchLabels: {region: south}}]
+  downsync: [{namespaces: [many]}]
+`)
+	f.apply(t, f.wmw, manifest.String())
+	// Everything is in the mailbox before the syncer starts, so that it has all of it to apply.
+	mailbox := framework.KCP(t).DynamicClient(t, f.mailbox(t, "edge2"))
+	framework.Eventually(t, converge, func() (bool, string) {
+		list, err := mailbox.Resource(configMaps).Namespace("many").List(framework.Context(t, 10*time.Second), metav1.ListOptions{LabelSelector: "edge.kcp.io/projected=true"})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(list.Items) == count, fmt.Sprintf("%d of %d copies in the mailbox", len(list.Items), count)
+	})
+
+	slow := []string{"--edge-qps", "5", "--edge-burst", "1"}
+	syncer := framework.StartSyncer(t, f.espw, f.imw, "edge2", edge, slow...)
+	ec := edge.DynamicClient(t)
+	edgeUIDs := func() map[string]string {
+		list, err := ec.Resource(configMaps).Namespace("many").List(framework.Context(t, 10*time.Second), metav1.ListOptions{})
+		if err != nil {
+			return nil
+		}
+		out := map[string]string{}
+		for _, item := range list.Items {
+			if strings.HasPrefix(item.GetName(), "cm-") {
+				out[item.GetName()] = string(item.GetUID())
+			}
+		}
+		return out
+	}
+	framework.Eventually(t, converge, func() (bool, string) {
+		n := len(edgeUIDs())
+		return n >= 5, fmt.Sprintf("%d objects at the edge", n)
+	})
+	syncer.Kill()
+	before := edgeUIDs()
+	if len(before) >= count {
+		t.Fatalf("all %d objects were applied before the kill; the test did not interrupt the syncer", count)
+	}
+	t.Logf("killed edge-syncer with %d of %d objects applied", len(before), count)
+
+	syncer.Restart()
+	framework.Eventually(t, 3*converge, func() (bool, string) {
+		n := len(edgeUIDs())
+		return n == count, fmt.Sprintf("%d of %d objects at the edge", n, count)
+	})
+	after := edgeUIDs()
+	for name, uid := range before {
+		if after[name] != uid {
+			t.Errorf("%s was recreated after the restart: uid %s, now %s", name, uid, after[name])
+		}
+	}
+}
