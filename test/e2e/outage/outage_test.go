@@ -70,10 +70,10 @@ func snapshot(t *testing.T, edge *framework.PCluster) edgeState {
 func TestCenterOutage(t *testing.T) {
 	f := setUp(t, map[string]string{"edge1": "east"})
 	edge := framework.NewLogicalPCluster(t, "edge1")
-	syncer := framework.StartSyncer(t, f.espw, f.imw, "edge1", edge)
-	f.mailbox(t, "edge1")
+	syncer := framework.StartSyncer(t, f.ESPW, f.IMW, "edge1", edge)
+	f.Mailbox(t, "edge1")
 	ec := edge.DynamicClient(t)
-	f.apply(t, f.wmw, workload)
+	f.Apply(t, f.WMW, workload)
 	eventually(t, "down-sync", ec, configMaps, "app", "changing", fieldIs("1", "data", "version"))
 	eventually(t, "down-sync", ec, deployments, "app", "web", present)
 	time.Sleep(5 * time.Second) // let status writes and the like settle
@@ -95,7 +95,7 @@ func TestCenterOutage(t *testing.T) {
 	if err := kcp.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	f.kubectl(t, f.wmw, "patch", "configmap", "changing", "-n", "app", "--type=merge", "-p", `{"data":{"version":"2"}}`)
+	f.Kubectl(t, f.WMW, "patch", "configmap", "changing", "-n", "app", "--type=merge", "-p", `{"data":{"version":"2"}}`)
 	eventually(t, "the change after the outage", ec, configMaps, "app", "changing", fieldIs("2", "data", "version"))
 
 	after := snapshot(t, edge)

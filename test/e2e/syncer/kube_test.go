@@ -1,10 +1,12 @@
 package syncer
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kcp-dev/edge-mc/test/framework"
 )
@@ -27,6 +29,26 @@ apiVersion: v1
 kind: ConfigMap
 metadata: {name: api-settings, namespace: shop}
 data: {mode: fast}
+---
+# A webhook configuration travels denatured and is re-natured at the edge.
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: gadget-webhook
+  namespace: shop
+  labels: {edge.kcp.io/denatured: "true"}
+data:
+  object: |
+    apiVersion: admissionregistration.k8s.io/v1
+    kind: ValidatingWebhookConfiguration
+    metadata: {name: gadget-check}
+    webhooks:
+    - name: gadgets.example.com
+      clientConfig: {url: "https://127.0.0.1:1/validate"}
+      rules: [{apiGroups: [example.com], apiVersions: [v1], operations: [CREATE], resources: [gadgets]}]
+      failurePolicy: Ignore
+      sideEffects: None
+      admissionReviewVersions: [v1]
 ---
 # kcp stores this Deployment, but Kubernetes refuses it: its selector does not match its
 # template's labels.
@@ -56,14 +78,28 @@ spec:
 func TestRealKubernetesEdge(t *testing.T) {
 	f := setUp(t, map[string]string{"kube1": "north"})
 	kube := framework.StartKubeCluster(t, "kube1")
-	framework.StartSyncer(t, f.espw, f.imw, "kube1", kube.PCluster())
-	mailbox := framework.KCP(t).DynamicClient(t, f.mailbox(t, "kube1"))
+	framework.StartSyncer(t, f.ESPW, f.IMW, "kube1", kube.PCluster())
+	mailbox := framework.KCP(t).DynamicClient(t, f.Mailbox(t, "kube1"))
 	ec := kube.DynamicClient(t)
 
-	f.apply(t, f.wmw, kubeWorkload)
-	f.apply(t, f.wmw, kubePlacement)
+	f.Apply(t, f.WMW, kubeWorkload)
+	f.Apply(t, f.WMW, kubePlacement)
 
 	eventually(t, "applied", ec, configMaps, "shop", "api-settings", fieldIs("fast", "data", "mode"))
+	webhooks := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}
+	eventually(t, "re-natured", ec, webhooks, "", "gadget-check", func(u *unstructured.Unstructured) string {
+		if u == nil {
+			return "absent"
+		}
+		list, _, _ := unstructured.NestedSlice(u.Object, "webhooks")
+		if len(list) != 1 || list[0].(map[string]any)["name"] != "gadgets.example.com" {
+			return fmt.Sprintf("webhooks are %v", list)
+		}
+		return ""
+	})
+	if framework.GetObject(t, ec, configMaps, "shop", "gadget-webhook") != nil {
+		t.Errorf("the denatured ConfigMap itself reached the edge")
+	}
 	eventually(t, "ready at the edge", ec, deployments, "shop", "api", fieldIs("2", "status", "readyReplicas"))
 	eventually(t, "status in the mailbox", mailbox, deployments, "shop", "api", fieldIs("2", "status", "readyReplicas"))
 
@@ -86,7 +122,7 @@ func TestRealKubernetesEdge(t *testing.T) {
 	}
 
 	// Fixing it in the workload workspace clears the report.
-	f.kubectl(t, f.wmw, "patch", "deployment", "broken", "-n", "shop", "--type=merge", "-p", `{"spec":{"template":{"metadata":{"labels":{"app":"broken"}}}}}`)
+	f.Kubectl(t, f.WMW, "patch", "deployment", "broken", "-n", "shop", "--type=merge", "-p", `{"spec":{"template":{"metadata":{"labels":{"app":"broken"}}}}}`)
 	eventually(t, "fixed at the edge", ec, deployments, "shop", "broken", fieldIs("1", "status", "readyReplicas"))
 	eventually(t, "report withdrawn", mailbox, deployments, "shop", "broken", func(u *unstructured.Unstructured) string {
 		if u == nil {

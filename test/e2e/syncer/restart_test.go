@@ -31,9 +31,9 @@ spec:
   locationSelectors: [{matchLabels: {region: south}}]
   downsync: [{namespaces: [many]}]
 `)
-	f.apply(t, f.wmw, manifest.String())
+	f.Apply(t, f.WMW, manifest.String())
 	// Everything is in the mailbox before the syncer starts, so that it has all of it to apply.
-	mailbox := framework.KCP(t).DynamicClient(t, f.mailbox(t, "edge2"))
+	mailbox := framework.KCP(t).DynamicClient(t, f.Mailbox(t, "edge2"))
 	framework.Eventually(t, converge, func() (bool, string) {
 		list, err := mailbox.Resource(configMaps).Namespace("many").List(framework.Context(t, 10*time.Second), metav1.ListOptions{LabelSelector: "edge.kcp.io/projected=true"})
 		if err != nil {
@@ -43,7 +43,7 @@ spec:
 	})
 
 	slow := []string{"--edge-qps", "5", "--edge-burst", "1"}
-	syncer := framework.StartSyncer(t, f.espw, f.imw, "edge2", edge, slow...)
+	syncer := framework.StartSyncer(t, f.ESPW, f.IMW, "edge2", edge, slow...)
 	ec := edge.DynamicClient(t)
 	edgeUIDs := func() map[string]string {
 		list, err := ec.Resource(configMaps).Namespace("many").List(framework.Context(t, 10*time.Second), metav1.ListOptions{})

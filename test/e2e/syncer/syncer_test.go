@@ -113,15 +113,15 @@ var downsynced = []objectID{
 func TestFullCycle(t *testing.T) {
 	f := setUp(t, map[string]string{"edge1": "east"})
 	edge := framework.NewLogicalPCluster(t, "edge1")
-	syncer := framework.StartSyncer(t, f.espw, f.imw, "edge1", edge)
-	mb := f.mailbox(t, "edge1")
+	syncer := framework.StartSyncer(t, f.ESPW, f.IMW, "edge1", edge)
+	mb := f.Mailbox(t, "edge1")
 	mailbox := framework.KCP(t).DynamicClient(t, mb)
 	ec := edge.DynamicClient(t)
 
-	f.apply(t, f.wmw, widgetCRD)
-	f.kubectl(t, f.wmw, "wait", "--for=condition=Established", "crd/widgets.example.com", "--timeout=60s")
-	f.apply(t, f.wmw, workload)
-	f.apply(t, f.wmw, placement)
+	f.Apply(t, f.WMW, widgetCRD)
+	f.Kubectl(t, f.WMW, "wait", "--for=condition=Established", "crd/widgets.example.com", "--timeout=60s")
+	f.Apply(t, f.WMW, workload)
+	f.Apply(t, f.WMW, placement)
 
 	// Down-sync: every selected object, customised, marked as created by this syncer.
 	owner := syncer.UID + ".syncer.edge.kcp.io/owner"
@@ -140,7 +140,7 @@ func TestFullCycle(t *testing.T) {
 	}
 	eventually(t, "customised", ec, configMaps, "app", "settings", fieldIs("east", "data", "region"))
 	// The heartbeat shows on the SyncTarget.
-	eventually(t, "heartbeat", framework.KCP(t).DynamicClient(t, f.imw), syncTargets, "", "edge1", func(u *unstructured.Unstructured) string {
+	eventually(t, "heartbeat", framework.KCP(t).DynamicClient(t, f.IMW), syncTargets, "", "edge1", func(u *unstructured.Unstructured) string {
 		if s, reason, msg := framework.ConditionStatus(u, "SyncerReady"); s != metav1.ConditionTrue {
 			return fmt.Sprintf("SyncerReady is %s (%s: %s)", s, reason, msg)
 		}
@@ -213,14 +213,14 @@ func TestFullCycle(t *testing.T) {
 	})
 
 	t.Run("an update in the workload workspace arrives", func(t *testing.T) {
-		f.kubectl(t, f.wmw, "patch", "deployment", "web", "-n", "app", "--type=merge", "-p", `{"spec":{"replicas":3}}`)
+		f.Kubectl(t, f.WMW, "patch", "deployment", "web", "-n", "app", "--type=merge", "-p", `{"spec":{"replicas":3}}`)
 		eventually(t, "update", ec, deployments, "app", "web", fieldIs("3", "spec", "replicas"))
 	})
 
 	t.Run("what leaves the mailbox leaves the edge", func(t *testing.T) {
-		f.kubectl(t, f.wmw, "delete", "service", "web", "-n", "app")
+		f.Kubectl(t, f.WMW, "delete", "service", "web", "-n", "app")
 		eventually(t, "deleted object", ec, services, "app", "web", absent)
-		f.kubectl(t, f.wmw, "delete", "edgeplacement", "app")
+		f.Kubectl(t, f.WMW, "delete", "edgeplacement", "app")
 		for _, o := range downsynced {
 			if o.gvr == services {
 				continue

@@ -1,0 +1,113 @@
+package framework
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/kcp-dev/logicalcluster/v3"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+)
+
+// Converge is how long the controllers and the syncers may take to reflect a change.
+const Converge = 90 * time.Second
+
+var syncTargetsGVR = schema.GroupVersionResource{Group: "edge.kcp.io", Version: "v1alpha1", Resource: "synctargets"}
+
+// Fleet is one test's center: an ESPW, a workload workspace, an inventory workspace, and
+// edge-controller-manager.
+type Fleet struct {
+	ESPW, WMW, IMW logicalcluster.Path
+	ECM            *ControllerManager
+}
+
+// NewFleet makes the ESPW, a workload workspace and an inventory workspace with a Location and
+// SyncTarget per entry of regions (name to region label), and starts edge-controller-manager
+// with the mailbox controller, the scheduler and the placement translator.
+func NewFleet(t *testing.T, regions map[string]string) *Fleet {
+	t.Helper()
+	base := NewWorkspace(t)
+	f := &Fleet{ESPW: base.Join("espw"), WMW: base.Join("wmw"), IMW: base.Join("imw")}
+	KubectlEdge(t, "init", "--espw", f.ESPW.String()).MustSucceed(t)
+	KubectlEdge(t, "ensure", "wmw", f.WMW.String(), "--espw", f.ESPW.String()).MustSucceed(t)
+	KubectlEdge(t, "ensure", "imw", f.IMW.String(), "--espw", f.ESPW.String()).MustSucceed(t)
+	for name, region := range regions {
+		KubectlEdge(t, "ensure", "location", name, "region="+region, "--imw", f.IMW.String(), "--espw", f.ESPW.String()).MustSucceed(t)
+	}
+	f.ECM = StartControllerManager(t, f.ESPW, "--controllers", "mailbox,scheduler,placement-translator")
+	return f
+}
+
+// Apply applies manifest to the workspace ws with kubectl.
+func (f *Fleet) Apply(t *testing.T, ws logicalcluster.Path, manifest string) {
+	t.Helper()
+	KubectlApply(t, KCP(t).ServerURL(ws), manifest).MustSucceed(t)
+}
+
+// Kubectl runs kubectl against the workspace ws and fails the test if it fails.
+func (f *Fleet) Kubectl(t *testing.T, ws logicalcluster.Path, args ...string) Result {
+	t.Helper()
+	return Kubectl(t, append([]string{"--server", KCP(t).ServerURL(ws)}, args...)...).MustSucceed(t)
+}
+
+// Mailbox returns the mailbox path of a SyncTarget of the fleet, once it has one.
+func (f *Fleet) Mailbox(t *testing.T, syncTarget string) logicalcluster.Path {
+	t.Helper()
+	var path string
+	Eventually(t, Converge, func() (bool, string) {
+		st := GetObject(t, KCP(t).DynamicClient(t, f.IMW), syncTargetsGVR, "", syncTarget)
+		if st == nil {
+			return false, "no SyncTarget " + syncTarget
+		}
+		path, _, _ = unstructured.NestedString(st.Object, "status", "mailboxWorkspace")
+		return path != "", "SyncTarget " + syncTarget + " has no mailbox yet"
+	})
+	return logicalcluster.NewPath(path)
+}
+
+// EventuallyObject waits until check, given the object (nil if absent), says nothing is wrong,
+// and returns the object.
+func EventuallyObject(t *testing.T, what string, client dynamic.Interface, gvr schema.GroupVersionResource, namespace, name string, check func(u *unstructured.Unstructured) string) *unstructured.Unstructured {
+	t.Helper()
+	var last *unstructured.Unstructured
+	Eventually(t, Converge, func() (bool, string) {
+		last = GetObject(t, client, gvr, namespace, name)
+		if why := check(last); why != "" {
+			return false, fmt.Sprintf("%s: %s %s/%s: %s", what, gvr.Resource, namespace, name, why)
+		}
+		return true, ""
+	})
+	return last
+}
+
+// Present is a check for EventuallyObject: the object exists.
+func Present(u *unstructured.Unstructured) string {
+	if u == nil {
+		return "absent"
+	}
+	return ""
+}
+
+// Absent is a check for EventuallyObject: the object does not exist.
+func Absent(u *unstructured.Unstructured) string {
+	if u != nil {
+		return "still there"
+	}
+	return ""
+}
+
+// FieldIs is a check for EventuallyObject: the field at path, printed, is want.
+func FieldIs(want string, path ...string) func(u *unstructured.Unstructured) string {
+	return func(u *unstructured.Unstructured) string {
+		if u == nil {
+			return "absent"
+		}
+		got, _, _ := unstructured.NestedFieldNoCopy(u.Object, path...)
+		if fmt.Sprint(got) != want {
+			return fmt.Sprintf("%v is %v, want %s", path, got, want)
+		}
+		return ""
+	}
+}
