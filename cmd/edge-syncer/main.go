@@ -14,8 +14,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -24,11 +22,11 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/component-base/metrics/legacyregistry"
 	_ "k8s.io/component-base/metrics/prometheus/clientgo"  // client-go request metrics
 	_ "k8s.io/component-base/metrics/prometheus/workqueue" // work queue metrics
 	"k8s.io/klog/v2"
 
+	"github.com/kcp-dev/edge-mc/pkg/health"
 	"github.com/kcp-dev/edge-mc/pkg/syncer"
 )
 
@@ -91,7 +89,7 @@ func main() {
 	defer stop()
 	logger := klog.Background().WithName("edge-syncer")
 	ctx = klog.NewContext(ctx, logger)
-	if err := serveHTTP(*httpAddress, s.Ready); err != nil {
+	if _, err := health.Serve(*httpAddress, s.Ready); err != nil {
 		fail("%v", err)
 	}
 	logger.Info("starting", "syncTarget", *name, "uid", *uid, "mailbox", mailboxCfg.Host, "edge", edgeCfg.Host)
@@ -105,31 +103,4 @@ func main() {
 func fail(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "error: "+format+"\n", args...)
 	os.Exit(2)
-}
-
-// serveHTTP serves /healthz (the process lives), /readyz (in touch with the mailbox, or why not)
-// and /metrics.
-func serveHTTP(address string, ready func() (bool, string)) error {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if ok, why := ready(); !ok {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = w.Write([]byte(why))
-			return
-		}
-		_, _ = w.Write([]byte("ok"))
-	})
-	mux.Handle("/metrics", legacyregistry.Handler())
-	l, err := net.Listen("tcp", address)
-	if err != nil {
-		return fmt.Errorf("serving health and metrics on %s: %w", address, err)
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			fmt.Fprintf(os.Stderr, "http server: %v\n", err)
-		}
-	}()
-	return nil
 }

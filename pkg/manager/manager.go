@@ -8,8 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"sort"
 	"strings"
@@ -26,12 +24,12 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
-	"k8s.io/component-base/metrics/legacyregistry"
 	_ "k8s.io/component-base/metrics/prometheus/clientgo"  // client-go request metrics
 	_ "k8s.io/component-base/metrics/prometheus/workqueue" // workqueue metrics
 	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/health"
 	"github.com/kcp-dev/edge-mc/pkg/mailbox"
 	placementtranslator "github.com/kcp-dev/edge-mc/pkg/placement-translator"
 	"github.com/kcp-dev/edge-mc/pkg/scheduler"
@@ -117,7 +115,13 @@ func Run(ctx context.Context, o Options) error {
 	var ready atomic.Pointer[string]
 	notReady := "waiting for the ESPW"
 	ready.Store(&notReady)
-	srv, err := serveHTTP(o.HTTPAddress, &ready)
+	// /readyz: the controllers' caches synced, or why not.
+	srv, err := health.Serve(o.HTTPAddress, func() (bool, string) {
+		if why := ready.Load(); why != nil {
+			return false, *why
+		}
+		return true, ""
+	})
 	if err != nil {
 		return err
 	}
@@ -378,31 +382,4 @@ func retry(ctx context.Context, initial, limit time.Duration, done func() bool) 
 		}
 		delay = min(2*delay, limit)
 	}
-}
-
-// serveHTTP serves /healthz (the process lives), /readyz (the controllers' caches synced, or why
-// not) and /metrics.
-func serveHTTP(address string, notReady *atomic.Pointer[string]) (*http.Server, error) {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if why := notReady.Load(); why != nil {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = w.Write([]byte(*why))
-			return
-		}
-		_, _ = w.Write([]byte("ok"))
-	})
-	mux.Handle("/metrics", legacyregistry.Handler())
-	l, err := net.Listen("tcp", address)
-	if err != nil {
-		return nil, fmt.Errorf("serving health and metrics on %s: %w", address, err)
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			fmt.Fprintf(os.Stderr, "http server: %v\n", err)
-		}
-	}()
-	return srv, nil
 }

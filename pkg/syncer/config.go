@@ -73,17 +73,6 @@ func (s *Syncer) watchConfig(ctx context.Context) {
 	}
 }
 
-func jitter(d time.Duration) time.Duration {
-	j := &jitteredLimiter[int]{TypedRateLimiter: constantLimiter(d)}
-	return j.When(0)
-}
-
-type constantLimiter time.Duration
-
-func (c constantLimiter) When(int) time.Duration { return time.Duration(c) }
-func (c constantLimiter) Forget(int)             {}
-func (c constantLimiter) NumRequeues(int) int    { return 0 }
-
 // applyConfig starts and stops the watches so that they match the SyncerConfig, and sweeps the
 // edge for objects that fell out of its scope.
 func (s *Syncer) applyConfig(ctx context.Context) error {
@@ -192,7 +181,7 @@ func (s *Syncer) applyConfig(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 
-	upsyncErrors := s.applyUpsyncRules(ctx, cfg.Spec.Upsync)
+	upsyncErrors := s.applyUpsyncRules(ctx, cfg.Spec.Upsync, statusResources)
 	s.mu.Lock()
 	s.configErrors = append(s.configErrors, upsyncErrors...)
 	s.mu.Unlock()
@@ -370,8 +359,9 @@ func subresourcesServed(d discovery.DiscoveryInterface, sub string) (map[schema.
 	return out, nil
 }
 
-// sortedErrors returns at most max of errs, sorted.
+// sortedErrors returns at most max of errs, sorted, without changing errs.
 func sortedErrors(errs []string, max int) []string {
+	errs = slices.Clone(errs)
 	sort.Strings(errs)
 	if len(errs) > max {
 		errs = append(errs[:max-1], fmt.Sprintf("... and %d more", len(errs)-max+1))

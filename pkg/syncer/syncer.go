@@ -242,7 +242,11 @@ type jitteredLimiter[T comparable] struct {
 }
 
 func (j *jitteredLimiter[T]) When(item T) time.Duration {
-	d := j.TypedRateLimiter.When(item)
+	return jitter(j.TypedRateLimiter.When(item))
+}
+
+// jitter spreads d over 80% to 120% of it.
+func jitter(d time.Duration) time.Duration {
 	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
 }
 

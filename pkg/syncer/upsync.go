@@ -56,8 +56,8 @@ func (w *upsyncWatch) covers(namespace, name string) bool {
 }
 
 // applyUpsyncRules starts and stops the up-sync watches so that they match rules, and returns
-// what is wrong with the rules.
-func (s *Syncer) applyUpsyncRules(ctx context.Context, rules []edgev1alpha1.UpsyncSet) []string {
+// what is wrong with the rules. statusResources are the mailbox resources that serve status.
+func (s *Syncer) applyUpsyncRules(ctx context.Context, rules []edgev1alpha1.UpsyncSet, statusResources map[schema.GroupResource]bool) []string {
 	var problems []string
 	wanted := map[schema.GroupVersionResource]*upsyncWatch{}
 	if len(rules) > 0 {
@@ -112,7 +112,6 @@ func (s *Syncer) applyUpsyncRules(ctx context.Context, rules []edgev1alpha1.Upsy
 				problems = append(problems, fmt.Sprintf("upsync: the rule for group %q, resources %v matches no resource that both the edge cluster and the mailbox serve", rule.APIGroup, rule.Resources))
 			}
 		}
-		statusResources, _ := subresourcesServed(s.mailboxDiscovery, "status")
 		for _, w := range wanted {
 			w.hasStatus = statusResources[w.mailboxGVR.GroupResource()]
 		}

@@ -1,0 +1,41 @@
+// Package health serves the HTTP endpoints of edge-mc's processes: /healthz (the process lives),
+// /readyz (ready, or why not) and Prometheus /metrics from the component-base legacy registry.
+package health
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+// Serve serves the endpoints on address in the background until the returned server is closed.
+// ready says whether the process is ready, or why not; /readyz answers 503 with that reason.
+func Serve(address string, ready func() (bool, string)) (*http.Server, error) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if ok, why := ready(); !ok {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(why))
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	mux.Handle("/metrics", legacyregistry.Handler())
+	l, err := net.Listen("tcp", address)
+	if err != nil {
+		return nil, fmt.Errorf("serving health and metrics on %s: %w", address, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintf(os.Stderr, "http server: %v\n", err)
+		}
+	}()
+	return srv, nil
+}
