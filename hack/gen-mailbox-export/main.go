@@ -26,12 +26,8 @@ import (
 // mailboxResources are the edge.kcp.io resources that live in mailboxes.
 var mailboxResources = map[string]bool{"syncerconfigs": true}
 
-// heartbeatClaim lets the mailbox controller watch the syncers' heartbeat Leases in every
-// mailbox through the export's virtual workspace.
-var heartbeatClaim = apisv1alpha2.PermissionClaim{
-	GroupResource: apisv1alpha2.GroupResource{Group: "coordination.k8s.io", Resource: "leases"},
-	Verbs:         []string{"get", "list", "watch"},
-}
+// The export's permission claims are not generated: kubectl edge init sets them (see
+// espw.MailboxClaims), as it does those of edge.kcp.io.
 
 func main() {
 	edgeDir := flag.String("edge-dir", "", "directory holding apiexport-edge.kcp.io.yaml, rewritten in place")
@@ -57,7 +53,7 @@ func run(edgeDir, outputDir string) error {
 	mailbox := &apisv1alpha2.APIExport{
 		TypeMeta:   edge.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{Name: edgev1alpha1.MailboxAPIExportName},
-		Spec:       apisv1alpha2.APIExportSpec{PermissionClaims: []apisv1alpha2.PermissionClaim{heartbeatClaim}},
+		
 	}
 	// On a second run the mailbox resources are no longer in edge.kcp.io: take them from the
 	// mailbox export written before.

@@ -9,6 +9,11 @@ import (
 // and for the status summarizer, which records on each object where it runs.
 var ClaimVerbs = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
 
+// MailboxClaimVerbs are the verbs of each permission claim of mailbox.edge.kcp.io: the
+// controllers only read mailboxes through its virtual workspace (they write into mailboxes,
+// their own workspaces, with their own credential).
+var MailboxClaimVerbs = []string{"get", "list", "watch"}
+
 // builtInClaimed are the resources kcp itself serves in every workspace that the placement
 // translator may copy to the edge.
 var builtInClaimed = []apisv1alpha2.GroupResource{
@@ -40,6 +45,24 @@ func EdgeClaims(workloads *apisv1alpha2.APIExport) []apisv1alpha2.PermissionClai
 			Verbs:         ClaimVerbs,
 			IdentityHash:  workloads.Status.IdentityHash,
 		})
+	}
+	return claims
+}
+
+// MailboxClaims are the permission claims of the APIExport mailbox.edge.kcp.io, which every
+// mailbox binds through its WorkspaceType, and kcp accepts when it makes that binding (the
+// mailbox controller accepts claims added later). Through the export's virtual workspace they let
+// the controllers watch, across all mailboxes at once, the syncers' heartbeat Leases (mailbox
+// controller) and the copies and up-synced objects of kcp's built-in kinds (placement translator,
+// status summarizer). Copies of the workloads export's kinds are seen through that export's own
+// virtual workspace.
+func MailboxClaims() []apisv1alpha2.PermissionClaim {
+	claims := []apisv1alpha2.PermissionClaim{{
+		GroupResource: apisv1alpha2.GroupResource{Group: "coordination.k8s.io", Resource: "leases"},
+		Verbs:         MailboxClaimVerbs,
+	}}
+	for _, gr := range builtInClaimed {
+		claims = append(claims, apisv1alpha2.PermissionClaim{GroupResource: gr, Verbs: MailboxClaimVerbs})
 	}
 	return claims
 }

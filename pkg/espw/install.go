@@ -85,6 +85,10 @@ func Install(ctx context.Context, kcp kcpclientset.ClusterInterface, path logica
 			edge = e
 			continue
 		}
+		if e.Name == edgev1alpha1.MailboxAPIExportName {
+			e = e.DeepCopy()
+			e.Spec.PermissionClaims = MailboxClaims()
+		}
 		if err := ensureExport(ctx, kcp, path, e, res); err != nil {
 			return nil, err
 		}
@@ -231,7 +235,7 @@ func serviceProviderType(espw logicalcluster.Path) workspaceType {
 }
 
 // mailboxType is the WorkspaceType of the mailboxes in the ESPW at espw: one default binding,
-// to mailbox.edge.kcp.io, whose permission claim kcp accepts when it makes the binding.
+// to mailbox.edge.kcp.io, whose permission claims kcp accepts when it makes the binding.
 func mailboxType(espw logicalcluster.Path) workspaceType {
 	want := &tenancyv1alpha1.WorkspaceType{
 		ObjectMeta: metav1.ObjectMeta{Name: edgev1alpha1.MailboxWorkspaceType},

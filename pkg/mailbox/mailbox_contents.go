@@ -12,8 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/espw"
 )
 
 // errNotYet means that the mailbox is not complete yet for reasons that pass by themselves (a
@@ -27,17 +30,51 @@ func (c *Controller) ensureContents(ctx context.Context, mailbox logicalcluster.
 	if err != nil {
 		return fmt.Errorf("listing APIBindings: %w", err)
 	}
-	bound := false
-	for _, b := range bindings.Items {
+	var binding *apisv1alpha2.APIBinding
+	for i, b := range bindings.Items {
 		ref := b.Spec.Reference.Export
 		if ref != nil && ref.Name == edgev1alpha1.MailboxAPIExportName && b.Status.Phase == apisv1alpha2.APIBindingPhaseBound {
-			bound = true
+			binding = &bindings.Items[i]
 		}
 	}
-	if !bound {
+	if binding == nil {
 		return errNotYet
 	}
+	if err := c.acceptClaims(ctx, mailbox, binding); err != nil {
+		return err
+	}
 	return c.ensureSyncerIdentity(ctx, mailbox)
+}
+
+// acceptClaims makes the mailbox's binding of mailbox.edge.kcp.io accept every permission claim
+// the export makes. kcp accepts them all when the WorkspaceType makes the binding; this brings
+// along mailboxes made before a newer kubectl edge init added claims.
+func (c *Controller) acceptClaims(ctx context.Context, mailbox logicalcluster.Path, binding *apisv1alpha2.APIBinding) error {
+	missing := false
+	for _, claim := range binding.Status.ExportPermissionClaims {
+		if !claimAccepted(binding.Spec.PermissionClaims, claim) {
+			missing = true
+		}
+	}
+	if !missing {
+		return nil
+	}
+	updated := binding.DeepCopy()
+	updated.Spec.PermissionClaims = espw.AcceptAll(binding.Status.ExportPermissionClaims)
+	klog.FromContext(ctx).Info("accepting the permission claims of the mailbox export", "binding", binding.Name)
+	if _, err := c.cfg.KCP.Cluster(mailbox).ApisV1alpha2().APIBindings().Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("accepting the permission claims of %s in %s: %w", edgev1alpha1.MailboxAPIExportName, mailbox, err)
+	}
+	return nil
+}
+
+func claimAccepted(accepted []apisv1alpha2.AcceptablePermissionClaim, claim apisv1alpha2.PermissionClaim) bool {
+	for _, a := range accepted {
+		if a.State == apisv1alpha2.ClaimAccepted && a.EqualGRI(claim) && sets.New(a.Verbs...).HasAll(claim.Verbs...) {
+			return true
+		}
+	}
+	return false
 }
 
 // ensureSyncerIdentity creates the syncer's ServiceAccount, its token Secret, and a ClusterRole
