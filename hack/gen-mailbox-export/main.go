@@ -53,7 +53,6 @@ func run(edgeDir, outputDir string) error {
 	mailbox := &apisv1alpha2.APIExport{
 		TypeMeta:   edge.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{Name: edgev1alpha1.MailboxAPIExportName},
-		
 	}
 	// On a second run the mailbox resources are no longer in edge.kcp.io: take them from the
 	// mailbox export written before.
