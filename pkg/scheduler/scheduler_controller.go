@@ -22,6 +22,7 @@ import (
 	kcpdynamic "github.com/kcp-dev/client-go/dynamic"
 	kcpdynamicinformer "github.com/kcp-dev/client-go/dynamic/dynamicinformer"
 	"github.com/kcp-dev/logicalcluster/v3"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -267,7 +268,11 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		err = c.reconcilePlacement(klog.NewContext(ctx, logger), key.placement)
 	}
 	if err != nil {
-		logger.Error(err, "reconcile failed; will retry")
+		if apierrors.IsConflict(err) {
+			logger.V(2).Info("another controller wrote first; will look again", "err", err.Error())
+		} else {
+			logger.Error(err, "reconcile failed; will retry")
+		}
 		c.queue.AddRateLimited(key)
 		return true
 	}

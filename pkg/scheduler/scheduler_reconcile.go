@@ -192,8 +192,10 @@ func (c *Controller) reconcileLocation(ctx context.Context, key ObjectKey) error
 	return c.updateStatus(ctx, locationsGVR, key.Cluster, l, "Location")
 }
 
-// updateStatus writes obj's status through the virtual workspace. A conflict or a missing object
-// is not an error: the newer version's event brings the object back.
+// updateStatus writes obj's status through the virtual workspace. A missing object is not an
+// error. A conflict is, so that the object is looked at again: the other controllers writing
+// the same status (placement translator, status summarizer) change nothing the scheduler
+// watches for, so no event of theirs would bring it back.
 func (c *Controller) updateStatus(ctx context.Context, gvr schema.GroupVersionResource, cluster string, obj runtime.Object, kind string) error {
 	u, err := toUnstructured(obj)
 	if err != nil {
@@ -201,7 +203,7 @@ func (c *Controller) updateStatus(ctx context.Context, gvr schema.GroupVersionRe
 	}
 	u.SetKind(kind)
 	_, err = c.cfg.EdgeVW.Cluster(logicalcluster.NewPath(cluster)).Resource(gvr).UpdateStatus(ctx, u, metav1.UpdateOptions{})
-	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
