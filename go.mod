@@ -17,6 +17,7 @@ require (
 	k8s.io/component-base v0.32.3
 	k8s.io/klog/v2 v2.130.1
 	k8s.io/utils v0.0.0-20241210054802-24370beab758
+	sigs.k8s.io/cli-utils v0.37.2
 	sigs.k8s.io/yaml v1.4.0
 )
 

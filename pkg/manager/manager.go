@@ -33,6 +33,7 @@ import (
 	"github.com/kcp-dev/edge-mc/pkg/mailbox"
 	placementtranslator "github.com/kcp-dev/edge-mc/pkg/placement-translator"
 	"github.com/kcp-dev/edge-mc/pkg/scheduler"
+	statussummarizer "github.com/kcp-dev/edge-mc/pkg/status-summarizer"
 	"github.com/kcp-dev/edge-mc/pkg/workspaces"
 )
 
@@ -41,7 +42,7 @@ var Controllers = map[string]bool{
 	mailbox.ControllerName:             true,
 	scheduler.ControllerName:           true,
 	placementtranslator.ControllerName: true,
-	"status-summarizer":                false,
+	statussummarizer.ControllerName:    true,
 }
 
 // AvailableControllers are the controllers this version has, sorted: the default of --controllers.
@@ -210,6 +211,12 @@ func runRound(ctx context.Context, o Options, ready *atomic.Pointer[string]) err
 					return nil, err
 				}
 				c, err := placementtranslator.NewController(placementtranslator.Config{ESPW: o.ESPW, EdgeVWConfig: vwConfig, Admin: admin, KCP: kcp, Workers: o.Workers})
+				if err != nil {
+					return nil, err
+				}
+				controllers = append(controllers, runnable{name: name, start: c.Start, synced: c.HasSynced})
+			case statussummarizer.ControllerName:
+				c, err := statussummarizer.NewController(statussummarizer.Config{ESPW: o.ESPW, EdgeVWConfig: vwConfig, Base: base, KCP: kcp, Workers: o.Workers})
 				if err != nil {
 					return nil, err
 				}

@@ -21,11 +21,11 @@ const (
 	// LabelProjected marks a copy made by the placement translator; it deletes only these.
 	LabelProjected = edgev1alpha1.LabelProjected
 	// LabelSourceCluster is the logical cluster of the workload workspace the copy comes from.
-	LabelSourceCluster = "edge.kcp.io/source-cluster"
+	LabelSourceCluster = edgev1alpha1.LabelSourceCluster
 	// AnnotationPlacements lists the EdgePlacements that select the copy's original.
-	AnnotationPlacements = "edge.kcp.io/placements"
+	AnnotationPlacements = edgev1alpha1.AnnotationPlacements
 	// AnnotationProjectionHash is the hash of what the translator last wrote.
-	AnnotationProjectionHash = "edge.kcp.io/projection-hash"
+	AnnotationProjectionHash = edgev1alpha1.AnnotationProjectionHash
 	// LabelMailbox on a SyncerConfig is the name of its mailbox workspace.
 	LabelMailbox = "edge.kcp.io/mailbox"
 )

@@ -277,7 +277,7 @@ func (s *Syncer) edgeChanged(old, obj *unstructured.Unstructured) {
 	}
 	if old == nil || obj == nil {
 		s.downsyncQueue.Add(src)
-		s.statusQueue.AddAfter(src, s.cfg.StatusCoalesce)
+		s.queueStatus(src)
 		return
 	}
 	if old.GetResourceVersion() == obj.GetResourceVersion() {
@@ -287,7 +287,7 @@ func (s *Syncer) edgeChanged(old, obj *unstructured.Unstructured) {
 		s.downsyncQueue.Add(src)
 	}
 	if !equalIgnoring(old.Object, obj.Object, "metadata", "spec", "data", "stringData") {
-		s.statusQueue.AddAfter(src, s.cfg.StatusCoalesce)
+		s.queueStatus(src)
 	}
 }
 

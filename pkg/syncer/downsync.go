@@ -97,12 +97,14 @@ func (s *Syncer) applyAtEdge(ctx context.Context, src sourceKey, w *downsyncWatc
 		}
 		if createOnly && managed {
 			s.clearObjectError(ctx, src, w, copyObj)
-			s.statusQueue.AddAfter(src, s.cfg.StatusCoalesce)
+			s.markApplied(ctx, src, w, copyObj)
+			s.queueStatus(src)
 			return 0, nil
 		}
 		if managed && live.GetAnnotations()[s.own.hashAnnotation] == hash && containsAll(live.Object, desired.Object) {
 			s.recordApplied(src, hash)
 			s.clearObjectError(ctx, src, w, copyObj)
+			s.markApplied(ctx, src, w, copyObj)
 			return 0, nil
 		}
 		drift = managed && live.GetAnnotations()[s.own.hashAnnotation] == hash
@@ -124,6 +126,7 @@ func (s *Syncer) applyAtEdge(ctx context.Context, src sourceKey, w *downsyncWatc
 	if createOnly {
 		s.annotateCopy(ctx, src, w, copyObj, edgev1alpha1.AnnotationCreatedAtEdge, time.Now().UTC().Format(time.RFC3339))
 	}
+	s.markApplied(ctx, src, w, copyObj)
 	switch {
 	case drift && (live == nil || live.GetResourceVersion() != applied.GetResourceVersion()):
 		what := "edited"
@@ -140,8 +143,16 @@ func (s *Syncer) applyAtEdge(ctx context.Context, src sourceKey, w *downsyncWatc
 	default:
 		logger.V(1).Info("updated", "object", ref.String())
 	}
-	s.statusQueue.AddAfter(src, s.cfg.StatusCoalesce)
+	s.queueStatus(src)
 	return 0, nil
+}
+
+// markApplied records on the copy that this version of it is at the edge: its projection hash
+// in AnnotationAppliedHash, which the status summarizer compares with the copy's own.
+func (s *Syncer) markApplied(ctx context.Context, src sourceKey, w *downsyncWatch, copyObj *unstructured.Unstructured) {
+	if hash := copyObj.GetAnnotations()[edgev1alpha1.AnnotationProjectionHash]; hash != "" {
+		s.annotateCopy(ctx, src, w, copyObj, edgev1alpha1.AnnotationAppliedHash, hash)
+	}
 }
 
 // applyFailed sorts an apply error: an object waiting for its namespace or kind at the edge is
@@ -219,6 +230,7 @@ func (s *Syncer) forget(src sourceKey) {
 		s.stopUnneededEdgeWatch(ref.GVR)
 	}
 	delete(s.applied, src)
+	delete(s.statusWritten, src)
 	if _, ok := s.objectErrors[src]; ok {
 		delete(s.objectErrors, src)
 		s.reportQueue.AddAfter("report", reportCoalesce)

@@ -103,12 +103,12 @@ func (o ownership) managedBy(live *unstructured.Unstructured) (managed, created 
 // mailboxOnlyAnnotations are edge-mc annotations that describe a copy's life in the mailbox and
 // do not travel to the edge.
 var mailboxOnlyAnnotations = []string{
-	"edge.kcp.io/placements", "edge.kcp.io/projection-hash",
+	edgev1alpha1.AnnotationPlacements, edgev1alpha1.AnnotationProjectionHash, edgev1alpha1.AnnotationAppliedHash,
 	edgev1alpha1.AnnotationSyncError, edgev1alpha1.AnnotationCreatedAtEdge,
 }
 
 // mailboxOnlyLabels are edge-mc labels that describe a copy's life in the mailbox.
-var mailboxOnlyLabels = []string{edgev1alpha1.LabelProjected, "edge.kcp.io/source-cluster"}
+var mailboxOnlyLabels = []string{edgev1alpha1.LabelProjected, edgev1alpha1.LabelSourceCluster}
 
 // edgeForm returns what the syncer applies at the edge for the mailbox copy mb: mb without what
 // the mailbox server set (uid, resourceVersion, status, kcp's annotations, ...) and without the

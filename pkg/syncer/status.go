@@ -54,7 +54,9 @@ func (s *Syncer) syncStatus(ctx context.Context, src sourceKey) (time.Duration, 
 			return time.Second, nil
 		}
 		if obj, exists, _ := run.informer.GetStore().GetByKey(cacheKey(ref.Namespace, ref.Name)); exists {
-			edgeStatus, _, _ = unstructured.NestedMap(asUnstructured(obj).Object, "status")
+			edgeObj := asUnstructured(obj)
+			edgeStatus, _, _ = unstructured.NestedMap(edgeObj.Object, "status")
+			s.translateObservedGeneration(edgeStatus, edgeObj, copyObj, src)
 		}
 	}
 	want := mailboxStatus(edgeStatus, errMsg)
@@ -71,8 +73,46 @@ func (s *Syncer) syncStatus(ctx context.Context, src sourceKey) (time.Duration, 
 		return 0, fmt.Errorf("writing the status of %s into the mailbox: %w", src, err)
 	}
 	metricStatusWrites.WithLabelValues("written").Inc()
+	s.mu.Lock()
+	s.statusWritten[src] = time.Now()
+	s.mu.Unlock()
 	klog.FromContext(ctx).V(2).Info("wrote status into the mailbox", "copy", src.String())
 	return 0, nil
+}
+
+// queueStatus queues a status write of the copy src: at once when its status was not written
+// within the last StatusCoalesce, else when that much time has passed since the last write.
+func (s *Syncer) queueStatus(src sourceKey) {
+	s.mu.Lock()
+	last, ok := s.statusWritten[src]
+	s.mu.Unlock()
+	if wait := s.cfg.StatusCoalesce - time.Since(last); ok && wait > 0 {
+		s.statusQueue.AddAfter(src, wait)
+		return
+	}
+	s.statusQueue.Add(src)
+}
+
+// translateObservedGeneration rewrites status.observedGeneration, which counts the edge object's
+// generations, into the copy's: the copy's generation when the edge object holds what the copy
+// says and its controller has observed that, else one less. Readiness computed on the copy
+// (kstatus compares observedGeneration with metadata.generation) then means what it means at the
+// edge.
+func (s *Syncer) translateObservedGeneration(status map[string]any, edgeObj, copyObj *unstructured.Unstructured, src sourceKey) {
+	observed, found, err := unstructured.NestedInt64(status, "observedGeneration")
+	if !found || err != nil {
+		return
+	}
+	current := observed >= edgeObj.GetGeneration()
+	if current && !isCreateOnly(copyObj) {
+		desired, _, err := edgeForm(copyObj, src, s.own)
+		current = err == nil && desired.GetAnnotations()[s.own.hashAnnotation] == edgeObj.GetAnnotations()[s.own.hashAnnotation]
+	}
+	generation := copyObj.GetGeneration()
+	if !current {
+		generation--
+	}
+	status["observedGeneration"] = generation
 }
 
 // statusRecheck is how often the syncer looks again whether the mailbox serves the status of a

@@ -1,6 +1,7 @@
 package syncer
 
 import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"reflect"
 	"testing"
 
@@ -221,5 +222,44 @@ func TestEqualIgnoring(t *testing.T) {
 				t.Error("equalIgnoring modified its arguments")
 			}
 		})
+	}
+}
+
+func TestTranslateObservedGeneration(t *testing.T) {
+	src := sourceKey{Group: "apps", Resource: "deployments", Namespace: "web", Name: "frontend"}
+	s := &Syncer{own: testOwn}
+	copyObj := mailboxDeployment()
+	copyObj.SetGeneration(7)
+	applied, _, err := edgeForm(copyObj, src, testOwn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := applied.DeepCopy()
+	stale.SetAnnotations(map[string]string{testOwn.hashAnnotation: "an older hash"})
+	for _, tc := range []struct {
+		name           string
+		edge           *unstructured.Unstructured
+		edgeGeneration int64
+		observed       int64
+		want           int64
+	}{
+		{"the edge holds the copy and its controller observed it", applied, 2, 2, 7},
+		{"the edge controller has not observed the latest generation", applied, 3, 2, 6},
+		{"the edge holds an older version of the copy", stale, 2, 2, 6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			edge := tc.edge.DeepCopy()
+			edge.SetGeneration(tc.edgeGeneration)
+			status := map[string]any{"observedGeneration": tc.observed, "replicas": int64(1)}
+			s.translateObservedGeneration(status, edge, copyObj, src)
+			if status["observedGeneration"] != tc.want {
+				t.Errorf("observedGeneration = %v, want %d", status["observedGeneration"], tc.want)
+			}
+		})
+	}
+	status := map[string]any{"replicas": int64(1)}
+	s.translateObservedGeneration(status, applied, copyObj, src)
+	if _, ok := status["observedGeneration"]; ok {
+		t.Error("a status without observedGeneration must stay without")
 	}
 }

@@ -78,8 +78,9 @@ type Config struct {
 	Identity string
 	// Workers is the number of objects applied at once (default 4).
 	Workers int
-	// StatusCoalesce is how long status changes of one edge object are gathered into one write
-	// to the mailbox (default 2 s).
+	// StatusCoalesce is the least time between two status writes of one copy into the mailbox
+	// (default 2 s): a change after a quiet period is written at once, and later changes within
+	// StatusCoalesce are gathered into one write at its end.
 	StatusCoalesce time.Duration
 	// HeartbeatInterval is how often the heartbeat Lease is renewed (default 10 s).
 	HeartbeatInterval time.Duration
@@ -129,7 +130,9 @@ type Syncer struct {
 	applied map[sourceKey]string
 	// objectErrors and configErrors are reported in the SyncerConfig's status.
 	objectErrors map[sourceKey]string
-	configErrors []string
+	// statusWritten is when the status of each copy was last written, for coalescing.
+	statusWritten map[sourceKey]time.Time
+	configErrors  []string
 	// lastReport is the status last written to the SyncerConfig.
 	lastReport string
 	// heartbeatOK says whether the last heartbeat reached the center.
@@ -174,16 +177,17 @@ func New(cfg Config) (*Syncer, error) {
 		c.UserAgent = "edge-syncer/" + cfg.SyncTargetName
 	}
 	s := &Syncer{
-		cfg:          cfg,
-		own:          newOwnership(cfg.SyncTargetUID),
-		configSignal: make(chan struct{}, 1),
-		downsync:     map[schema.GroupResource]*downsyncWatch{},
-		namespaces:   map[string]bool{},
-		edgeWatches:  map[schema.GroupVersionResource]*informerRun{},
-		upsync:       map[schema.GroupVersionResource]*upsyncWatch{},
-		targets:      map[sourceKey]objectRef{},
-		applied:      map[sourceKey]string{},
-		objectErrors: map[sourceKey]string{},
+		cfg:           cfg,
+		own:           newOwnership(cfg.SyncTargetUID),
+		configSignal:  make(chan struct{}, 1),
+		downsync:      map[schema.GroupResource]*downsyncWatch{},
+		namespaces:    map[string]bool{},
+		edgeWatches:   map[schema.GroupVersionResource]*informerRun{},
+		upsync:        map[schema.GroupVersionResource]*upsyncWatch{},
+		targets:       map[sourceKey]objectRef{},
+		applied:       map[sourceKey]string{},
+		objectErrors:  map[sourceKey]string{},
+		statusWritten: map[sourceKey]time.Time{},
 	}
 	var err error
 	if s.mailbox, err = dynamic.NewForConfig(mailboxCfg); err != nil {

@@ -25,7 +25,7 @@ type Fleet struct {
 
 // NewFleet makes the ESPW, a workload workspace and an inventory workspace with a Location and
 // SyncTarget per entry of regions (name to region label), and starts edge-controller-manager
-// with the mailbox controller, the scheduler and the placement translator.
+// with the mailbox controller, the scheduler, the placement translator and the status summarizer.
 func NewFleet(t *testing.T, regions map[string]string) *Fleet {
 	t.Helper()
 	base := NewWorkspace(t)
@@ -36,7 +36,7 @@ func NewFleet(t *testing.T, regions map[string]string) *Fleet {
 	for name, region := range regions {
 		KubectlEdge(t, "ensure", "location", name, "region="+region, "--imw", f.IMW.String(), "--espw", f.ESPW.String()).MustSucceed(t)
 	}
-	f.ECM = StartControllerManager(t, f.ESPW, "--controllers", "mailbox,scheduler,placement-translator")
+	f.ECM = StartControllerManager(t, f.ESPW, "--controllers", "mailbox,scheduler,placement-translator,status-summarizer")
 	return f
 }
 

@@ -19,6 +19,9 @@ const (
 	PlacementConflict = "Conflict"
 	// PlacementUpsyncConflict: two destinations up-sync the same object identity.
 	PlacementUpsyncConflict = "UpsyncConflict"
+	// PlacementSingletonStatus: with spec.wantSingletonReportedState, whether the objects' status
+	// is being copied back from their one destination (False while there is not exactly one).
+	PlacementSingletonStatus = "SingletonStatus"
 )
 
 // Condition reasons.
@@ -36,6 +39,16 @@ const (
 	ReasonInvalidSelector       = "InvalidSelector"
 	ReasonSliceConflict         = "SliceConflict"
 	ReasonConflictingProjection = "ConflictingProjection"
+
+	// Reasons of the Ready condition of an EdgePlacement, written by the status summarizer.
+	ReasonAllReady       = "AllReady"
+	ReasonNoDestinations = "NoDestinations"
+	ReasonNotReady       = "NotReady"
+	ReasonFailing        = "Failing"
+
+	// Reasons of the SingletonStatus condition of an EdgePlacement.
+	ReasonSingletonReported = "StatusReported"
+	ReasonNotSingleton      = "NotSingleton"
 )
 
 // Well-known labels and annotations.
@@ -68,6 +81,23 @@ const (
 	AnnotationCreatedAtEdge = "edge.kcp.io/created-at-edge"
 	// AnnotationUpsyncedFrom on an up-synced object in a mailbox names the SyncTarget it came from.
 	AnnotationUpsyncedFrom = "edge.kcp.io/upsynced-from"
+
+	// LabelSourceCluster on a mailbox copy is the logical cluster of the workload workspace its
+	// original is in.
+	LabelSourceCluster = "edge.kcp.io/source-cluster"
+	// AnnotationPlacements on a mailbox copy lists, comma-separated, the EdgePlacements of the
+	// source cluster that select its original.
+	AnnotationPlacements = "edge.kcp.io/placements"
+	// AnnotationProjectionHash on a mailbox copy is the hash of what the placement translator
+	// last wrote into it.
+	AnnotationProjectionHash = "edge.kcp.io/projection-hash"
+	// AnnotationAppliedHash on a mailbox copy is the projection hash of the version of the copy
+	// that the syncer last applied at the edge (or found there already): the copy is applied when
+	// it equals AnnotationProjectionHash.
+	AnnotationAppliedHash = "edge.kcp.io/applied-hash"
+	// AnnotationSingletonStatusFrom on a workload object names the destination whose status the
+	// status summarizer copied onto it (wantSingletonReportedState).
+	AnnotationSingletonStatusFrom = "edge.kcp.io/singleton-status-from"
 )
 
 // Names of the APIExports in the edge service provider workspace.

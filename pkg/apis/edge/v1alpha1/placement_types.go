@@ -10,6 +10,9 @@ import (
 // status, so that the status stays small however large the fleet.
 const MaxBrokenEntries = 20
 
+// MaxObjectSummaries bounds the per-object counts in an EdgePlacement's status.
+const MaxObjectSummaries = 100
+
 // EdgePlacement, in a workload workspace, says which of the workspace's objects go to which edge
 // clusters: those of the Locations that its locationSelectors select.
 //
@@ -23,6 +26,7 @@ const MaxBrokenEntries = 20
 // +kubebuilder:printcolumn:name="Destinations",type=integer,JSONPath=`.status.matchingSyncTargetCount`
 // +kubebuilder:printcolumn:name="Scheduled",type=string,JSONPath=`.status.conditions[?(@.type=="Scheduled")].status`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Ready Destinations",type=integer,JSONPath=`.status.summary.ready`
 // +kubebuilder:printcolumn:name="Paused",type=boolean,JSONPath=`.spec.rollout.paused`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type EdgePlacement struct {
@@ -193,6 +197,34 @@ type EdgePlacementStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=20
 	Broken []BrokenEntry `json:"broken,omitempty"`
+
+	// brokenCount is the number of broken (destination, object) pairs, of which broken lists
+	// the first 20.
+	// +optional
+	BrokenCount int32 `json:"brokenCount,omitempty"`
+
+	// objects counts, for each object the placement selects, the destinations by the object's
+	// state there: at most 100 objects, those not ready everywhere first.
+	// +optional
+	// +kubebuilder:validation:MaxItems=100
+	Objects []ObjectSummary `json:"objects,omitempty"`
+
+	// objectCount is the number of objects the placement selects, of which objects lists at most
+	// 100.
+	// +optional
+	ObjectCount int32 `json:"objectCount,omitempty"`
+
+	// summaryTime is when the status summarizer last wrote summary, broken and objects.
+	// +optional
+	SummaryTime *metav1.Time `json:"summaryTime,omitempty"`
+}
+
+// ObjectSummary counts the destinations of one object by the object's state there.
+type ObjectSummary struct {
+	// object is <resource>.<group>/<namespace>/<name>, or without the namespace if cluster-scoped.
+	Object string `json:"object"`
+
+	DestinationCounts `json:",inline"`
 }
 
 // DestinationCounts counts destinations by the state of what was placed there.
