@@ -115,7 +115,7 @@ test: tools lint verify-codegen test-unit test-e2e ## Everything CI runs: lint, 
 BENCH_N ?= 1000
 
 .PHONY: bench
-bench: bench-mailboxes bench-scheduler ## Run the benchmarks (each prints a table and writes JSON into _output/).
+bench: bench-mailboxes bench-scheduler bench-summarizer ## Run the benchmarks (each prints a table and writes JSON into _output/).
 
 .PHONY: bench-mailboxes
 bench-mailboxes: $(KCP) ## Mailbox controller: BENCH_N SyncTargets to MailboxReady vs. raw workspace creation, memory.
@@ -126,6 +126,11 @@ bench-mailboxes: $(KCP) ## Mailbox controller: BENCH_N SyncTargets to MailboxRea
 bench-scheduler: $(KCP) ## Edge scheduler: BENCH_N SyncTargets and Locations, 100 EdgePlacements; resolve all, one label change.
 	@mkdir -p _output
 	$(GO) run ./test/bench/scheduler -locations $(BENCH_N) -placements 100 -json _output/bench-scheduler.json
+
+.PHONY: bench-summarizer
+bench-summarizer: $(KCP) ## Status summarizer: BENCH_N destinations x 10 Deployments; a status storm, and single changes to the summary.
+	@mkdir -p _output
+	$(GO) run ./test/bench/summarizer -n $(BENCH_N) -k 10 -json _output/bench-summarizer.json
 
 ##@ Try it
 
