@@ -403,12 +403,13 @@ func (c mailboxCopy) setStatus(ctx context.Context, failed bool) error {
 	if failed {
 		progressing = map[string]any{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded", "message": "benchmark"}
 	}
-	u.Object["status"] = map[string]any{
+	status := map[string]any{
 		"observedGeneration": u.GetGeneration(), "replicas": int64(1), "updatedReplicas": int64(1),
 		"readyReplicas": int64(1), "availableReplicas": int64(1),
 		"conditions": []any{progressing, map[string]any{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"}},
 	}
-	_, err = c.client.UpdateStatus(ctx, u, metav1.UpdateOptions{})
+	patch, _ := json.Marshal(map[string]any{"status": status})
+	_, err = c.client.Patch(ctx, c.name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
 	return err
 }
 
