@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 )
 
 // serverMetadata are the metadata fields that the server holding an object sets or owns.
@@ -18,14 +20,20 @@ var serverMetadata = []string{
 	"generateName",
 }
 
-// droppedAnnotations are annotations that describe the object's life on its source server.
-var droppedAnnotations = []string{"kcp.io/cluster", "kubectl.kubernetes.io/last-applied-configuration"}
+// droppedAnnotations are annotations that describe the object's life on its source server,
+// including what the status summarizer reports on a workload object: copying those to the
+// mailboxes and the edges would make every report a change to re-project everywhere.
+var droppedAnnotations = []string{
+	"kcp.io/cluster", "kubectl.kubernetes.io/last-applied-configuration",
+	edgev1alpha1.AnnotationExecutingCount, edgev1alpha1.AnnotationSingletonStatusFrom,
+}
 
 // Sanitize returns a deep copy of u fit to be written to another server: without the
 // server-owned metadata (uid, resourceVersion, generation, creationTimestamp, deletionTimestamp,
 // deletionGracePeriodSeconds, managedFields, ownerReferences, selfLink, finalizers,
 // generateName), without status, without the annotation
-// kubectl.kubernetes.io/last-applied-configuration, and without the labels and annotations of
+// kubectl.kubernetes.io/last-applied-configuration and the status summarizer's annotations
+// (edge.kcp.io/executing-count, edge.kcp.io/singleton-status-from), and without the labels and annotations of
 // kcp, such as kcp.io/cluster: those whose key's prefix (the part before '/') is kcp.io or ends
 // in ".kcp.io", except edge.kcp.io, which belongs to edge-mc. Labels or annotations left empty are removed.
 // Sanitize does not modify u.

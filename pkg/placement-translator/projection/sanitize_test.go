@@ -34,7 +34,8 @@ func TestSanitize(t *testing.T) {
 			"annotations": {
 				"kcp.io/cluster": "abc", "kubectl.kubernetes.io/last-applied-configuration": "{}",
 				"edge.kcp.io/customizer": "c", "experimental.workload.kcp.io/z": "4",
-				"kcp.io.example.com/q": "5", "note": "keep"
+				"kcp.io.example.com/q": "5", "note": "keep",
+				"edge.kcp.io/executing-count": "3", "edge.kcp.io/singleton-status-from": "imw:edge-1"
 			}
 		},
 		"spec": {"replicas": 2, "template": {"metadata": {"labels": {"kcp.io/inner": "kept"}}}},

@@ -195,6 +195,9 @@ func run(n, k, samples, parallel, workers int, jsonOut string) error {
 	var latencies []float64
 	for i := 0; i < samples; i++ {
 		c := copies[rand.N(len(copies))]
+		for !c.hasStatus {
+			c = copies[rand.N(len(copies))]
+		}
 		for _, failed := range []bool{true, false} {
 			want := 0
 			if failed {
@@ -328,9 +331,12 @@ type mailboxCopy struct {
 	client     dynamic.ResourceInterface
 	name       string
 	projection string
+	// hasStatus: a Deployment, whose status the syncer copies back (the namespace has none).
+	hasStatus bool
 }
 
-// waitForCopies waits until every mailbox holds the k Deployment copies, and returns them.
+// waitForCopies waits until every mailbox holds the k Deployment copies and the namespace's, and
+// returns them.
 func (b *bench) waitForCopies(n, k int) ([]mailboxCopy, error) {
 	dyn, err := dynamic.NewForConfig(b.s.ConfigFor(b.imw))
 	if err != nil {
@@ -340,8 +346,8 @@ func (b *bench) waitForCopies(n, k int) ([]mailboxCopy, error) {
 	if err != nil {
 		return nil, err
 	}
-	say("set-up: waiting for the %d copies", n*k)
-	var mailboxes []dynamic.ResourceInterface
+	say("set-up: waiting for the %d copies", n*(k+1))
+	var mailboxes, namespaces []dynamic.ResourceInterface
 	for i := range list.Items {
 		path, _, _ := unstructured.NestedString(list.Items[i].Object, "status", "mailboxWorkspace")
 		p, err := workspaces.ParsePath(path)
@@ -353,21 +359,26 @@ func (b *bench) waitForCopies(n, k int) ([]mailboxCopy, error) {
 			return nil, err
 		}
 		mailboxes = append(mailboxes, c.Resource(deploymentsGVR).Namespace("app"))
+		namespaces = append(namespaces, c.Resource(namespacesGVR))
 	}
 	out := make([][]mailboxCopy, len(mailboxes))
 	start := time.Now()
 	err = framework.ForEach(len(mailboxes), b.parallel, func(i int) error {
 		for {
 			l, err := mailboxes[i].List(b.ctx, metav1.ListOptions{LabelSelector: edgev1alpha1.LabelProjected + "=true"})
-			if err == nil && len(l.Items) == k {
+			ns, nsErr := namespaces[i].Get(b.ctx, "app", metav1.GetOptions{})
+			if err == nil && nsErr == nil && len(l.Items) == k {
 				for _, item := range l.Items {
-					out[i] = append(out[i], mailboxCopy{client: mailboxes[i], name: item.GetName(),
+					out[i] = append(out[i], mailboxCopy{client: mailboxes[i], name: item.GetName(), hasStatus: true,
 						projection: item.GetAnnotations()[edgev1alpha1.AnnotationProjectionHash]})
 				}
+				// The namespace travels too; a syncer marks it applied, and copies back no status.
+				out[i] = append(out[i], mailboxCopy{client: namespaces[i], name: "app",
+					projection: ns.GetAnnotations()[edgev1alpha1.AnnotationProjectionHash]})
 				return nil
 			}
 			if time.Since(start) > 15*time.Minute {
-				return fmt.Errorf("mailbox %d holds %d of %d copies after %s", i, len(l.Items), k, time.Since(start))
+				return fmt.Errorf("mailbox %d does not hold the %d copies and the namespace after %s (%v, %v)", i, k, time.Since(start), err, nsErr)
 			}
 			time.Sleep(2 * time.Second)
 		}
@@ -381,11 +392,22 @@ func (b *bench) waitForCopies(n, k int) ([]mailboxCopy, error) {
 
 // markReady writes what a syncer writes once the copy is applied at its edge and ready there.
 func (c mailboxCopy) markReady(ctx context.Context, writes *atomic.Int64) error {
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{edgev1alpha1.AnnotationAppliedHash: c.projection}}})
+	u, err := c.client.Get(ctx, c.name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	hash := u.GetAnnotations()[edgev1alpha1.AnnotationProjectionHash]
+	if hash != c.projection {
+		say("note: the copy %s was written again by the placement translator during the storm", c.name)
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{edgev1alpha1.AnnotationAppliedHash: hash}}})
 	if _, err := c.client.Patch(ctx, c.name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		return err
 	}
 	writes.Add(1)
+	if !c.hasStatus {
+		return nil
+	}
 	if err := c.setStatus(ctx, false); err != nil {
 		return err
 	}

@@ -167,6 +167,15 @@ func TestSummaries(t *testing.T) {
 			framework.FieldIs("3", "metadata", "annotations", edgev1alpha1.AnnotationExecutingCount))
 	}
 
+	// The summarizer's reports stay in the workload workspace: they are not projected into the
+	// mailboxes, where every change of a count would be a new version to apply everywhere.
+	for name := range regions {
+		cp := framework.GetObject(t, framework.KCP(t).DynamicClient(t, f.Mailbox(t, name)), deployments, "app", "web")
+		if v, ok := cp.GetAnnotations()[edgev1alpha1.AnnotationExecutingCount]; ok {
+			t.Errorf("the copy in the mailbox of %s carries %s=%s", name, edgev1alpha1.AnnotationExecutingCount, v)
+		}
+	}
+
 	// Ready at each edge as its status arrives.
 	for name := range regions {
 		setEdgeStatus(t, edges[name], "app", "web", true)
