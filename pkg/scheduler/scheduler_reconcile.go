@@ -192,8 +192,10 @@ func (c *Controller) reconcileLocation(ctx context.Context, key ObjectKey) error
 	return c.updateStatus(ctx, locationsGVR, key.Cluster, l, "Location")
 }
 
-// updateStatus writes obj's status through the virtual workspace. A conflict or a missing object
-// is not an error: the newer version's event brings the object back.
+// updateStatus writes obj's status through the virtual workspace. A missing object is not an
+// error. A conflict is, so that the write is retried: the newer version's event does not bring
+// the object back when only its status changed (the placement translator writes the status of
+// the same EdgePlacements), as the engine ignores what does not change selection.
 func (c *Controller) updateStatus(ctx context.Context, gvr schema.GroupVersionResource, cluster string, obj runtime.Object, kind string) error {
 	u, err := toUnstructured(obj)
 	if err != nil {
@@ -201,8 +203,11 @@ func (c *Controller) updateStatus(ctx context.Context, gvr schema.GroupVersionRe
 	}
 	u.SetKind(kind)
 	_, err = c.cfg.EdgeVW.Cluster(logicalcluster.NewPath(cluster)).Resource(gvr).UpdateStatus(ctx, u, metav1.UpdateOptions{})
-	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+	if apierrors.IsNotFound(err) {
 		return nil
+	}
+	if apierrors.IsConflict(err) {
+		return fmt.Errorf("updating status of %s %s|%s: %w (will retry with the newer copy)", kind, cluster, u.GetName(), err)
 	}
 	if err != nil {
 		return fmt.Errorf("updating status of %s %s|%s: %w", kind, cluster, u.GetName(), err)
