@@ -70,7 +70,8 @@ $(KWOK): hack/tools/kwok/go.mod hack/tools/kwok/go.sum
 
 .PHONY: build
 build: ## Build edge-mc's binaries into bin/ (kubectl-edge, edge-controller-manager, edge-syncer).
-	$(GO) build -o $(BIN)/ ./cmd/...
+	@echo ">> building kubectl-edge, edge-controller-manager and edge-syncer into bin/"
+	@start=$$(date +%s); $(GO) build -o $(BIN)/ ./cmd/...; echo "   built in $$(( $$(date +%s) - start ))s"
 
 IMAGE ?= edge-syncer:dev
 CONTAINER_TOOL ?= docker
@@ -130,9 +131,12 @@ bench-scheduler: $(KCP) ## Edge scheduler: BENCH_N SyncTargets and Locations, 10
 ##@ Try it
 
 .PHONY: demo
-demo: ## Run the quickstart: kcp, controllers, edge clusters, an example workload, and the fleet status.
-	@echo "make demo: the quickstart arrives with the controllers and syncers (see docs/ and the issue list)."
-	@echo "Today it starts nothing; 'make test' exercises the API against a real kcp."
+demo: tools build ## Start the whole system on this machine (kcp, controllers, 3 edge clusters, syncers, an example workload) and show the fleet status; DEMO_KUBE=1 for real Kubernetes edge clusters. It stays up: see docs/quickstart.md.
+	hack/demo.sh up
+
+.PHONY: demo-down
+demo-down: ## Stop everything make demo started; only .demo/logs/ stays.
+	hack/demo.sh down
 
 .PHONY: help
 help: ## Show this help.
