@@ -13,12 +13,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"sigs.k8s.io/yaml"
+
+	"github.com/kcp-dev/edge-mc/hack/internal/crds"
 )
 
 func main() {
@@ -29,42 +29,18 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: gen-api-docs --crd-dir DIR --output FILE")
 		os.Exit(2)
 	}
-	crds, err := readCRDs(*crdDir)
+	defs, err := crds.ReadDir(*crdDir)
+	if err == nil && len(defs) == 0 {
+		err = fmt.Errorf("no CRD files (*.yaml) in %s", *crdDir)
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "gen-api-docs: %v\n", err)
 		os.Exit(1)
 	}
-	if err := os.WriteFile(*output, Render(crds), 0o644); err != nil {
+	if err := os.WriteFile(*output, Render(defs), 0o644); err != nil {
 		fmt.Fprintf(os.Stderr, "gen-api-docs: %v\n", err)
 		os.Exit(1)
 	}
-}
-
-// readCRDs reads every *.yaml file of dir as a CustomResourceDefinition.
-func readCRDs(dir string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	if err != nil {
-		return nil, err
-	}
-	if len(files) == 0 {
-		return nil, fmt.Errorf("no CRD files (*.yaml) in %s", dir)
-	}
-	var crds []*apiextensionsv1.CustomResourceDefinition
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := yaml.UnmarshalStrict(raw, crd); err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
-		}
-		if crd.Kind != "CustomResourceDefinition" {
-			return nil, fmt.Errorf("%s holds a %s, not a CustomResourceDefinition", f, crd.Kind)
-		}
-		crds = append(crds, crd)
-	}
-	return crds, nil
 }
 
 // Render returns the reference of the given CRDs, kinds in alphabetical order.
