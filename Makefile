@@ -131,11 +131,11 @@ bench-scheduler: $(KCP) ## Edge scheduler: BENCH_N SyncTargets and Locations, 10
 ##@ Try it
 
 .PHONY: demo
-demo: tools build ## Start the whole system on this machine (kcp, controllers, 3 edge clusters, syncers, an example workload) and show the fleet status; DEMO_KUBE=1 for real Kubernetes edge clusters. It stays up: see docs/quickstart.md.
+demo: tools build ## The whole system on this machine, an example workload and its status; stays up (docs/quickstart.md). DEMO_KUBE=1: real Kubernetes edges.
 	hack/demo.sh up
 
 .PHONY: demo-down
-demo-down: ## Stop everything make demo started; only .demo/logs/ stays.
+demo-down: ## Stop everything make demo started; only its logs stay, in .demo/.
 	hack/demo.sh down
 
 .PHONY: help

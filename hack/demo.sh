@@ -3,7 +3,8 @@
 #
 #   hack/demo.sh up      start everything, place an example workload, show the fleet status
 #   hack/demo.sh status  show the fleet status again
-#   hack/demo.sh down    stop everything the demo started; only .demo/logs/ stays
+#   hack/demo.sh down    stop everything the demo started; only the logs stay (.demo/logs/, and
+#                        .demo/logs.previous/ from the run before)
 #
 # "up" starts, as processes detached from the terminal, whose PIDs it keeps in .demo/pids/ and
 # whose logs go to .demo/logs/: a kcp server (the center), edge-controller-manager, three edge
@@ -293,7 +294,12 @@ guard_running() {
 }
 
 prepare_state() {
-  rm -rf "$DEMO"
+  # The logs of the run before stay, one run back, in .demo/logs.previous/.
+  if [ -d "$LOGS" ]; then
+    rm -rf "$DEMO/logs.previous"
+    mv "$LOGS" "$DEMO/logs.previous"
+  fi
+  find "$DEMO" -mindepth 1 -maxdepth 1 ! -name logs.previous -exec rm -rf {} + 2>/dev/null || true
   mkdir -p "$LOGS" "$PIDS"
   CENTER_PORT=$(free_ports 3)
   EDGE_KCP_PORT=$(free_ports 3)
@@ -590,7 +596,7 @@ down_quietly() {
     done
   done
   if [ -d "$DEMO" ]; then
-    find "$DEMO" -mindepth 1 -maxdepth 1 ! -name logs -exec rm -rf {} +
+    find "$DEMO" -mindepth 1 -maxdepth 1 ! -name logs ! -name logs.previous -exec rm -rf {} +
   fi
 }
 
