@@ -458,12 +458,13 @@ mailbox_deployment_ready() {
 
 # show_fleet_status prints where the example workload is and how it is doing.
 #
-# INTERIM, to be replaced when `kubectl edge status` is merged: this function's body then becomes
+# INTERIM, to be replaced when `kubectl edge status` is merged: everything between the step line
+# and the API-only note then becomes
 #     run kubectl edge status "$PLACEMENT" --wmw "$WMW"
-# and its last line's hint `kubectl edge status -w`. Until then it shows the same facts with
-# kubectl: the EdgePlacement, and for each edge cluster whether it is a destination, the
-# Deployment's copy in its mailbox (with the status that the syncer writes back from the edge),
-# and what is at the edge itself.
+# and the last line's hint `kubectl edge status $PLACEMENT --wmw $WMW -w`. Until then it shows
+# the same facts with kubectl: the EdgePlacement, and for each edge cluster whether it is a
+# destination, the Deployment's copy in its mailbox (with the status that the syncer writes back
+# from the edge), and what is at the edge itself. Everything the demo says about status is here.
 show_fleet_status() {
   export KUBECONFIG=$USER_KUBECONFIG
   step "Fleet status of EdgePlacement $PLACEMENT"
@@ -487,6 +488,8 @@ show_fleet_status() {
     info "pods there, so no Deployment becomes Ready and no status comes back. DEMO_KUBE=1 make demo"
     info "runs real Kubernetes clusters instead, whose Deployments become Ready and report it."
   fi
+  info ""
+  info "Again: hack/demo.sh status. Watch it: kubectl --server $(url_of "$WMW") get edgeplacement $PLACEMENT -w"
 }
 
 # deployment_copy_status MAILBOX: the Deployment's copy in the mailbox: ready/desired replicas.
@@ -538,7 +541,6 @@ print_next_steps() {
     kubectl ws :root:imw                    # the inventory workspace
     kubectl get locations,synctargets -o wide
     kubectl --kubeconfig .demo/edge-1.kubeconfig get deployments,configmaps -n hello   # an edge cluster
-    hack/demo.sh status                     # the fleet status again
     Logs: .demo/logs/   Walk-through: docs/quickstart.md
     Stop everything: make demo-down
 EOF
