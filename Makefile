@@ -70,7 +70,8 @@ $(KWOK): hack/tools/kwok/go.mod hack/tools/kwok/go.sum
 
 .PHONY: build
 build: ## Build edge-mc's binaries into bin/ (kubectl-edge, edge-controller-manager, edge-syncer).
-	$(GO) build -o $(BIN)/ ./cmd/...
+	@echo ">> building kubectl-edge, edge-controller-manager and edge-syncer into bin/"
+	@start=$$(date +%s); $(GO) build -o $(BIN)/ ./cmd/...; echo "   built in $$(( $$(date +%s) - start ))s"
 
 IMAGE ?= edge-syncer:dev
 CONTAINER_TOOL ?= docker
@@ -135,9 +136,12 @@ bench-summarizer: $(KCP) ## Status summarizer: BENCH_N destinations x 10 Deploym
 ##@ Try it
 
 .PHONY: demo
-demo: ## Run the quickstart: kcp, controllers, edge clusters, an example workload, and the fleet status.
-	@echo "make demo: the quickstart arrives with the controllers and syncers (see docs/ and the issue list)."
-	@echo "Today it starts nothing; 'make test' exercises the API against a real kcp."
+demo: tools build ## The whole system on this machine, an example workload and its status; stays up (docs/quickstart.md). DEMO_KUBE=1: real Kubernetes edges.
+	hack/demo.sh up
+
+.PHONY: demo-down
+demo-down: ## Stop everything make demo started; only its logs stay, in .demo/.
+	hack/demo.sh down
 
 .PHONY: help
 help: ## Show this help.

@@ -6,6 +6,7 @@
 #   config/exports/mailbox/                            APIExport mailbox.edge.kcp.io, split off edge.kcp.io (hack/gen-mailbox-export)
 #   config/workload-crds/                              CRDs of the Kubernetes workload kinds (hack/tools/kube/workload-crds)
 #   config/exports/workloads/                          APIResourceSchemas + APIExport workloads.edge.kcp.io (hack/gen-workload-export)
+#   docs/api-reference.md                              the API reference, from the CRDs (hack/gen-api-docs)
 # An APIResourceSchema is immutable in kcp: both exporters give a changed schema a new name and
 # keep the old name for an unchanged one.
 set -euo pipefail
@@ -29,3 +30,6 @@ echo ">> CRDs of the Kubernetes workload kinds (from Kubernetes' OpenAPI definit
 
 echo ">> APIResourceSchemas and APIExport workloads.edge.kcp.io"
 go run ./hack/gen-workload-export --input-dir config/workload-crds --output-dir config/exports/workloads
+
+echo ">> API reference docs/api-reference.md (from the CRDs)"
+go run ./hack/gen-api-docs --crd-dir config/crds --output docs/api-reference.md

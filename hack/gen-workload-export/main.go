@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kcp-dev/edge-mc/hack/internal/crds"
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 )
 
@@ -47,11 +48,11 @@ func main() {
 }
 
 func run(inputDir, outputDir string) error {
-	crds, err := readCRDs(inputDir)
+	defs, err := crds.ReadDir(inputDir)
 	if err != nil {
 		return err
 	}
-	if len(crds) == 0 {
+	if len(defs) == 0 {
 		return fmt.Errorf("no CustomResourceDefinitions in %s", inputDir)
 	}
 	if err := os.MkdirAll(outputDir, 0o755); err != nil {
@@ -63,7 +64,7 @@ func run(inputDir, outputDir string) error {
 		ObjectMeta: metav1.ObjectMeta{Name: edgev1alpha1.WorkloadsAPIExportName},
 	}
 	written := map[string]bool{}
-	for _, crd := range crds {
+	for _, crd := range defs {
 		prefix, err := contentPrefix(crd)
 		if err != nil {
 			return err
@@ -103,31 +104,6 @@ func run(inputDir, outputDir string) error {
 	}
 	written[exportFile] = true
 	return prune(outputDir, written)
-}
-
-// readCRDs reads every *.yaml file of dir as one CRD, in name order.
-func readCRDs(dir string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	if err != nil {
-		return nil, err
-	}
-	sort.Strings(files)
-	crds := make([]*apiextensionsv1.CustomResourceDefinition, 0, len(files))
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := yaml.UnmarshalStrict(raw, crd); err != nil {
-			return nil, fmt.Errorf("reading %s as a CustomResourceDefinition: %w", f, err)
-		}
-		if crd.Kind != "CustomResourceDefinition" {
-			return nil, fmt.Errorf("%s holds a %q, not a CustomResourceDefinition", f, crd.Kind)
-		}
-		crds = append(crds, crd)
-	}
-	return crds, nil
 }
 
 // contentPrefix is "v" and the first 10 hex digits of the SHA-256 of the CRD's spec.

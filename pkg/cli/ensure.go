@@ -64,14 +64,18 @@ from the edge service provider workspace (--espw). Run "kubectl edge init" first
 			}
 			for _, name := range exportNames {
 				// A workload workspace lets the placement translator read (and bring back into it)
-				// its workload objects by accepting the permission claims of edge.kcp.io.
+				// its workload objects by accepting the permission claims of edge.kcp.io; an
+				// inventory workspace rejects them.
 				var claims []apisv1alpha2.AcceptablePermissionClaim
-				if verb == "wmw" && name == edgev1alpha1.EdgeAPIExportName {
+				if name == edgev1alpha1.EdgeAPIExportName {
 					export, err := kcp.Cluster(espwPath).ApisV1alpha2().APIExports().Get(ctx, name, metav1.GetOptions{})
 					if err != nil {
 						return fmt.Errorf("reading APIExport %s in %s: %w", name, espwPath, err)
 					}
-					claims = espw.AcceptAll(export.Spec.PermissionClaims)
+					claims = espw.RejectAll(export.Spec.PermissionClaims)
+					if verb == "wmw" {
+						claims = espw.AcceptAll(export.Spec.PermissionClaims)
+					}
 				}
 				if _, err := ensurer.BindingAccepting(ctx, path, name, espwPath, name, claims); err != nil {
 					return err

@@ -32,7 +32,7 @@ var builtInClaimed = []apisv1alpha2.GroupResource{
 // workloads use, and every resource of the workloads export (identified by its identity hash).
 // A workload workspace accepts them in its binding of edge.kcp.io, which lets the placement
 // translator see its objects through the export's virtual workspace; an inventory workspace
-// need not accept them. Custom kinds that a workload workspace defines with its own CRDs cannot
+// rejects them. Custom kinds that a workload workspace defines with its own CRDs cannot
 // be claimed (they belong to no export), so the translator reads those with its own credential.
 func EdgeClaims(workloads *apisv1alpha2.APIExport) []apisv1alpha2.PermissionClaim {
 	var claims []apisv1alpha2.PermissionClaim
@@ -70,6 +70,17 @@ func MailboxClaims() []apisv1alpha2.PermissionClaim {
 // AcceptAll returns the claims of an export as accepted, for every object, as an APIBinding of
 // a workload workspace holds them.
 func AcceptAll(claims []apisv1alpha2.PermissionClaim) []apisv1alpha2.AcceptablePermissionClaim {
+	return answerAll(claims, apisv1alpha2.ClaimAccepted)
+}
+
+// RejectAll returns the claims of an export as rejected, as an APIBinding of an inventory
+// workspace holds them: its objects are none of the controllers' business, and a claim left
+// unanswered would have kcp's `kubectl ws` warn about it at every visit.
+func RejectAll(claims []apisv1alpha2.PermissionClaim) []apisv1alpha2.AcceptablePermissionClaim {
+	return answerAll(claims, apisv1alpha2.ClaimRejected)
+}
+
+func answerAll(claims []apisv1alpha2.PermissionClaim, state apisv1alpha2.AcceptablePermissionClaimState) []apisv1alpha2.AcceptablePermissionClaim {
 	var out []apisv1alpha2.AcceptablePermissionClaim
 	for _, c := range claims {
 		out = append(out, apisv1alpha2.AcceptablePermissionClaim{
@@ -77,7 +88,7 @@ func AcceptAll(claims []apisv1alpha2.PermissionClaim) []apisv1alpha2.AcceptableP
 				PermissionClaim: c,
 				Selector:        apisv1alpha2.PermissionClaimSelector{MatchAll: true},
 			},
-			State: apisv1alpha2.ClaimAccepted,
+			State: state,
 		})
 	}
 	return out

@@ -30,6 +30,15 @@ func BinDir(t testing.TB) string {
 	return binDir
 }
 
+// RemoveCommands removes the directory that BinDir built the commands into, if it built them;
+// RunWithKCP calls it at the end, and so must the TestMain of a package that uses BinDir
+// without RunWithKCP.
+func RemoveCommands() {
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+}
+
 // BuildCommands builds edge-mc's commands (./cmd/...) of this tree into a new temporary
 // directory, and returns it; the caller removes it.
 func BuildCommands() (string, error) {

@@ -86,6 +86,7 @@ func RunWithKCP(m *testing.M) int {
 	}
 	stopEdgeKCP()
 	server.stop()
+	RemoveCommands()
 	return code
 }
 

@@ -66,7 +66,9 @@ type KubeCluster struct {
 	// StartupTime is how long the cluster took to become usable.
 	StartupTime time.Duration
 
-	dir      string
+	dir string
+	// keepDir: the directory was given by the caller, and Stop leaves it.
+	keepDir  bool
 	procs    []*kubeProcess
 	stopOnce sync.Once
 }
@@ -114,14 +116,30 @@ func StartKubeCluster(t testing.TB, name string) *KubeCluster {
 // The caller must call Stop. On error nothing is left running, and the error holds the tails of
 // the logs.
 func StartKubeClusterForMain(name string) (*KubeCluster, error) {
+	return startKubeCluster(name, "")
+}
+
+// StartKubeClusterInDir is StartKubeClusterForMain with the cluster's data, credentials and logs
+// (<dir>/<program>.log) in dir, which is created if missing and which Stop leaves in place; the
+// admin kubeconfig is <dir>/admin.kubeconfig. It serves programs that keep a cluster running for
+// people, such as `make demo`.
+func StartKubeClusterInDir(name, dir string) (*KubeCluster, error) {
+	if dir == "" {
+		return nil, errors.New("StartKubeClusterInDir needs a directory")
+	}
+	return startKubeCluster(name, dir)
+}
+
+// startKubeCluster starts a cluster in dir, or in a new temporary directory if dir is "".
+func startKubeCluster(name, dir string) (*KubeCluster, error) {
 	start := time.Now()
-	k, err := newKubeCluster(name)
+	k, err := newKubeCluster(name, dir)
 	if err != nil {
 		return nil, err
 	}
 	if err := k.start(); err != nil {
 		tails := k.LogTails(40)
-		if os.Getenv("EDGE_E2E_KEEP") == "" {
+		if os.Getenv("EDGE_E2E_KEEP") == "" && !k.keepDir {
 			tails += "(the cluster's directory is removed; set EDGE_E2E_KEEP=1 to keep it)\n"
 		}
 		k.Stop()
@@ -164,7 +182,8 @@ func (k *KubeCluster) PIDs() map[string]int {
 }
 
 // Stop kills all programs of the cluster, waits until they are gone, and removes the cluster's
-// directory unless EDGE_E2E_KEEP is set. It may be called more than once.
+// directory unless EDGE_E2E_KEEP is set or the directory was given to StartKubeClusterInDir. It
+// may be called more than once.
 func (k *KubeCluster) Stop() {
 	k.stopOnce.Do(func() {
 		// The data is thrown away, so there is nothing to shut down gracefully.
@@ -174,7 +193,7 @@ func (k *KubeCluster) Stop() {
 		for _, p := range k.procs {
 			<-p.exited
 		}
-		if k.dir == "" {
+		if k.dir == "" || k.keepDir {
 			return
 		}
 		if os.Getenv("EDGE_E2E_KEEP") != "" {
@@ -206,8 +225,9 @@ func (k *KubeCluster) LogTails(lines int) string {
 // kubeBinaries are the programs of a KubeCluster that `make tools` builds into bin/.
 var kubeBinaries = []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"}
 
-// newKubeCluster checks that the programs exist and creates the cluster's directory.
-func newKubeCluster(name string) (*KubeCluster, error) {
+// newKubeCluster checks that the programs exist and creates the cluster's directory: dir, or a
+// new temporary directory if dir is "".
+func newKubeCluster(name, dir string) (*KubeCluster, error) {
 	if _, err := exec.LookPath("etcd"); err != nil {
 		return nil, fmt.Errorf("etcd is not on the PATH: install Debian's etcd-server (apt-get update && apt-get install -y etcd-server): %w", err)
 	}
@@ -223,6 +243,12 @@ func newKubeCluster(name string) (*KubeCluster, error) {
 	slug := strings.Trim(nonName.ReplaceAllString(strings.ToLower(name), "-"), "-")
 	if slug == "" {
 		slug = "cluster"
+	}
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		return &KubeCluster{Name: name, NodeName: slug + "-node", dir: dir, keepDir: true}, nil
 	}
 	dir, err := os.MkdirTemp("", "edge-mc-kube-"+slug+"-")
 	if err != nil {
