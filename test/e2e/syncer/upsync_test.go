@@ -272,12 +272,14 @@ spec:
 		return sameNames(got, want), fmt.Sprintf("mailbox holds %d up-synced objects, want %d", len(got), len(want))
 	})
 
+	restarted := time.Now()
 	f.ECM.Restart()
 	f.ECM.WaitReady(t, 2*time.Minute)
 	framework.Eventually(t, 3*converge, func() (bool, string) {
 		got := upsyncedUIDs(t, wmw, "many")
 		return sameNames(got, want), fmt.Sprintf("the workspace holds %s, want %d objects without %v", names(got), len(want), gone)
 	})
+	t.Logf("the workspace holds exactly what the edge has %s after the restart", time.Since(restarted).Round(100*time.Millisecond))
 	after := upsyncedUIDs(t, wmw, "many")
 	for name, uid := range before {
 		if want[name] && after[name] != uid {
