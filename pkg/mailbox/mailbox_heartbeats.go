@@ -2,7 +2,6 @@ package mailbox
 
 import (
 	"context"
-	"math/rand/v2"
 	"time"
 
 	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
@@ -16,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/espw"
 )
 
 // watchHeartbeats watches the syncers' heartbeat Leases in every mailbox, through the virtual
@@ -24,7 +24,7 @@ import (
 // first mailbox exists; until then there is no heartbeat to see, and this waits for it.
 func (c *Controller) watchHeartbeats(ctx context.Context) {
 	logger := klog.FromContext(ctx)
-	url, ok := c.waitForMailboxEndpoint(ctx)
+	url, ok := espw.WaitForEndpoint(ctx, c.cfg.KCP, c.cfg.ESPW, edgev1alpha1.MailboxAPIExportName)
 	if !ok {
 		return
 	}
@@ -51,28 +51,6 @@ func (c *Controller) watchHeartbeats(ctx context.Context) {
 	c.leasesMu.Unlock()
 	logger.Info("watching heartbeats through the virtual workspace of "+edgev1alpha1.MailboxAPIExportName, "url", url)
 	informer.Run(ctx.Done())
-}
-
-// waitForMailboxEndpoint waits, with backoff, until the APIExportEndpointSlice of
-// mailbox.edge.kcp.io lists a URL.
-func (c *Controller) waitForMailboxEndpoint(ctx context.Context) (string, bool) {
-	logger := klog.FromContext(ctx)
-	delay := time.Second
-	for {
-		slice, err := c.cfg.KCP.Cluster(c.cfg.ESPW).ApisV1alpha1().APIExportEndpointSlices().Get(ctx, edgev1alpha1.MailboxAPIExportName, metav1.GetOptions{})
-		switch {
-		case err != nil && ctx.Err() == nil:
-			logger.Error(err, "reading the APIExportEndpointSlice of "+edgev1alpha1.MailboxAPIExportName+" (has 'kubectl edge init' run with this version?)", "espw", c.cfg.ESPW)
-		case err == nil && len(slice.Status.APIExportEndpoints) > 0:
-			return slice.Status.APIExportEndpoints[0].URL, true
-		}
-		select {
-		case <-ctx.Done():
-			return "", false
-		case <-time.After(delay + rand.N(delay/2)):
-		}
-		delay = min(2*delay, 30*time.Second)
-	}
 }
 
 // heartbeat returns the renew time of the heartbeat Lease in the mailbox with the given logical

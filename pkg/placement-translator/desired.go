@@ -216,7 +216,8 @@ func (c *Controller) projectPlacement(pk placementKey, p *edgev1alpha1.EdgePlace
 	}
 	for _, wo := range objs {
 		u, r := wo.obj, wo.resource
-		if projection.IsSystemObject(r.gvr.Group, r.gvr.Resource, u) {
+		// What came from the edge never goes back to mailboxes: that would loop.
+		if projection.IsSystemObject(r.gvr.Group, r.gvr.Resource, u) || isUpsynced(u) {
 			continue
 		}
 		obj := projection.Object{Group: r.gvr.Group, Resource: r.gvr.Resource, Namespaced: r.namespaced,

@@ -66,7 +66,7 @@ func (c *Controller) reconcileMailbox(ctx context.Context, name string) (time.Du
 	res := mailboxResult{placements: d.placements, problems: d.problems}
 	defer func() { c.report(name, res) }()
 
-	if needsWorkloadsBinding(d) && !state.workloadsBound {
+	if (needsWorkloadsBinding(d) || upsyncNeedsWorkloads(d.upsync, c.workload.resources)) && !state.workloadsBound {
 		bound, err := c.ensureWorkloadsBinding(ctx, mb)
 		if err != nil {
 			return 0, err
@@ -261,6 +261,23 @@ func needsWorkloadsBinding(d *desiredState) bool {
 	for k, dc := range d.copies {
 		if !isKCPBuiltIn(k.gr) && !dc.resource.custom {
 			return true
+		}
+	}
+	return false
+}
+
+// upsyncNeedsWorkloads: an upsync rule names a kind that kcp serves only through the workloads
+// export, so the mailbox must serve it for the syncer to up-sync objects of it there.
+func upsyncNeedsWorkloads(rules []edgev1alpha1.UpsyncSet, resources []resource) bool {
+	for _, r := range resources {
+		gr := r.gvr.GroupResource()
+		if r.custom || isKCPBuiltIn(gr) {
+			continue
+		}
+		for i := range rules {
+			if rules[i].MatchesResource(gr.Group, gr.Resource) {
+				return true
+			}
 		}
 	}
 	return false

@@ -28,6 +28,8 @@ type resource struct {
 	// custom: defined by a CRD of the workload workspace, rather than served through the
 	// virtual workspace.
 	custom bool
+	// hasStatus: the resource has a status subresource.
+	hasStatus bool
 }
 
 // workloadResources picks, from the discovery of the virtual workspace, the resources that
@@ -39,11 +41,17 @@ func workloadResources(lists []*metav1.APIResourceList) []resource {
 		if err != nil || gv.Group == edgev1alpha1.GroupName || strings.HasSuffix(gv.Group, ".kcp.io") {
 			continue
 		}
+		withStatus := map[string]bool{}
+		for _, r := range l.APIResources {
+			if name, sub, ok := strings.Cut(r.Name, "/"); ok && sub == "status" {
+				withStatus[name] = true
+			}
+		}
 		for _, r := range l.APIResources {
 			if strings.Contains(r.Name, "/") || !hasVerbs(r.Verbs, "list", "watch") {
 				continue
 			}
-			out = append(out, resource{gvr: gv.WithResource(r.Name), kind: r.Kind, namespaced: r.Namespaced})
+			out = append(out, resource{gvr: gv.WithResource(r.Name), kind: r.Kind, namespaced: r.Namespaced, hasStatus: withStatus[r.Name]})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].gvr.String() < out[j].gvr.String() })
@@ -99,14 +107,14 @@ func newSources(c *Controller, resources []resource) *sources {
 		unserved: map[schema.GroupVersionResource]bool{}, custom: map[customKey]*customSource{}}
 	for _, r := range resources {
 		inf := kcpdynamicinformer.NewFilteredDynamicInformer(c.edgeVW, r.gvr, resyncPeriod,
-			cache.Indexers{kcpcache.ClusterIndexName: kcpcache.ClusterIndexFunc}, nil).Informer()
+			cache.Indexers{kcpcache.ClusterIndexName: kcpcache.ClusterIndexFunc, returnedByCluster: returnedIndex}, nil).Informer()
 		gvr := r.gvr
 		_ = inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
 			s.unservedMu.Lock()
 			s.unserved[gvr] = apierrors.IsNotFound(err)
 			s.unservedMu.Unlock()
 		})
-		_, _ = inf.AddEventHandler(c.workloadHandler())
+		_, _ = inf.AddEventHandler(c.workloadHandler(r.gvr.GroupResource()))
 		if r.gvr.GroupResource() == crdsGVR.GroupResource() {
 			_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 				AddFunc:    func(obj any) { s.crdChanged(asUnstructured(obj), false) },
@@ -190,7 +198,7 @@ func (s *sources) crdChanged(crd *unstructured.Unstructured, deleted bool) {
 	ctx, stop := context.WithCancel(s.ctx)
 	client := s.c.cfg.Admin.Cluster(cluster.Path())
 	inf := dynamicinformer.NewFilteredDynamicInformer(client, key.gvr, "", resyncPeriod, cache.Indexers{}, nil).Informer()
-	_, _ = inf.AddEventHandler(s.c.workloadHandler())
+	_, _ = inf.AddEventHandler(s.c.workloadHandler(key.gvr.GroupResource()))
 	s.custom[key] = &customSource{
 		resource: resource{gvr: key.gvr, kind: kind, namespaced: scope == "Namespaced", custom: true},
 		informer: inf,
@@ -200,12 +208,20 @@ func (s *sources) crdChanged(crd *unstructured.Unstructured, deleted bool) {
 	go inf.Run(ctx.Done())
 }
 
-// workloadHandler queues, on any change of a workload object, the mailboxes it can affect.
-func (c *Controller) workloadHandler() cache.ResourceEventHandler {
+// workloadHandler queues, on any change of a workload object, the mailboxes it can affect, and
+// its identity for the up-sync return path. Objects labelled as up-synced are never selected
+// for down-sync, so their changes concern no mailbox.
+func (c *Controller) workloadHandler(gr schema.GroupResource) cache.ResourceEventHandler {
+	changed := func(old, obj *unstructured.Unstructured) {
+		if !isUpsynced(obj) || (old != nil && !isUpsynced(old)) {
+			c.workloadChanged(obj)
+		}
+		c.workloadChangedForUpsync(gr, obj)
+	}
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.workloadChanged(asUnstructured(obj)) },
-		UpdateFunc: func(_, obj any) { c.workloadChanged(asUnstructured(obj)) },
-		DeleteFunc: func(obj any) { c.workloadChanged(asUnstructured(obj)) },
+		AddFunc:    func(obj any) { changed(nil, asUnstructured(obj)) },
+		UpdateFunc: func(old, obj any) { changed(asUnstructured(old), asUnstructured(obj)) },
+		DeleteFunc: func(obj any) { changed(nil, asUnstructured(obj)) },
 	}
 }
 
@@ -273,4 +289,35 @@ func isKCPBuiltIn(gr schema.GroupResource) bool {
 		return gr.Resource != "services" && gr.Resource != "persistentvolumeclaims"
 	}
 	return false
+}
+
+// resourceOf returns the resource, served through the virtual workspace, of a group and
+// resource.
+func (s *sources) resourceOf(gr schema.GroupResource) (resource, bool) {
+	for _, r := range s.resources {
+		if r.gvr.GroupResource() == gr {
+			return r, true
+		}
+	}
+	return resource{}, false
+}
+
+// get returns the object of a workload workspace at the key's identity (nil if there is none).
+// known is false while the resource's informer has not synced.
+func (s *sources) get(gvr schema.GroupVersionResource, key upsyncKey) (obj *unstructured.Unstructured, known bool) {
+	inf, ok := s.informers[gvr]
+	if !ok {
+		return nil, true
+	}
+	if !inf.HasSynced() {
+		s.unservedMu.Lock()
+		unserved := s.unserved[gvr]
+		s.unservedMu.Unlock()
+		return nil, unserved
+	}
+	item, exists, _ := inf.GetIndexer().GetByKey(kcpcache.ToClusterAwareKey(key.cluster, key.namespace, key.name))
+	if !exists {
+		return nil, true
+	}
+	return asUnstructured(item), true
 }

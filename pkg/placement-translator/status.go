@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"sort"
 	"strings"
 	"sync"
 
@@ -28,6 +29,14 @@ const (
 	ReasonNoConflict       = "NoConflict"
 )
 
+// Reasons of the Upsynced and UpsyncConflict conditions.
+const (
+	ReasonUpsynced         = "Upsynced"
+	ReasonUpsyncFailed     = "UpsyncFailed"
+	ReasonUpsyncPending    = "UpsyncPending"
+	ReasonNoUpsyncConflict = "NoUpsyncConflict"
+)
+
 // maxProblemsInMessage bounds how many problems a condition message quotes.
 const maxProblemsInMessage = 3
 
@@ -43,11 +52,39 @@ type mailboxResult struct {
 type results struct {
 	mu          sync.Mutex
 	byMailbox   map[string]mailboxResult
-	byPlacement map[placementKey]map[string]bool
+	byPlacement placementIndex[string]
 }
 
 func newResults() *results {
-	return &results{byMailbox: map[string]mailboxResult{}, byPlacement: map[placementKey]map[string]bool{}}
+	return &results{byMailbox: map[string]mailboxResult{}, byPlacement: placementIndex[string]{}}
+}
+
+// placementIndex records, for each placement, the keys (mailboxes, up-synced identities) whose
+// outcome concerns it.
+type placementIndex[K comparable] map[placementKey]map[K]bool
+
+// move makes key concern the placements to instead of from, and returns all of them.
+func (x placementIndex[K]) move(key K, from, to []placementKey) []placementKey {
+	affected := map[placementKey]bool{}
+	for _, pk := range from {
+		affected[pk] = true
+		delete(x[pk], key)
+		if len(x[pk]) == 0 {
+			delete(x, pk)
+		}
+	}
+	for _, pk := range to {
+		affected[pk] = true
+		if x[pk] == nil {
+			x[pk] = map[K]bool{}
+		}
+		x[pk][key] = true
+	}
+	out := make([]placementKey, 0, len(affected))
+	for pk := range affected {
+		out = append(out, pk)
+	}
+	return out
 }
 
 // set records a mailbox's outcome and returns the placements whose status it can change.
@@ -58,28 +95,12 @@ func (r *results) set(mailbox string, res mailboxResult) []placementKey {
 	if had && reflect.DeepEqual(old, res) {
 		return nil
 	}
-	affected := map[placementKey]bool{}
-	for _, pk := range old.placements {
-		affected[pk] = true
-		delete(r.byPlacement[pk], mailbox)
-	}
-	for _, pk := range res.placements {
-		affected[pk] = true
-		if r.byPlacement[pk] == nil {
-			r.byPlacement[pk] = map[string]bool{}
-		}
-		r.byPlacement[pk][mailbox] = true
-	}
 	if len(res.placements) == 0 {
 		delete(r.byMailbox, mailbox)
 	} else {
 		r.byMailbox[mailbox] = res
 	}
-	out := make([]placementKey, 0, len(affected))
-	for pk := range affected {
-		out = append(out, pk)
-	}
-	return out
+	return r.byPlacement.move(mailbox, old.placements, res.placements)
 }
 
 // of returns, for a placement, whether each given mailbox is done and the problems there.
@@ -99,6 +120,59 @@ func (r *results) of(pk placementKey, mailboxes map[string]bool) (notDone int, p
 		}
 	}
 	return notDone, problems
+}
+
+// upsyncResults holds the problems of the return path, by identity, and which identities have
+// problems of each placement. Identities without problems take no room.
+type upsyncResults struct {
+	mu          sync.Mutex
+	byKey       map[upsyncKey][]problem
+	byPlacement placementIndex[upsyncKey]
+}
+
+func newUpsyncResults() *upsyncResults {
+	return &upsyncResults{byKey: map[upsyncKey][]problem{}, byPlacement: placementIndex[upsyncKey]{}}
+}
+
+// set records an identity's problems and returns the placements whose problems changed.
+func (r *upsyncResults) set(key upsyncKey, problems []problem) []placementKey {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.byKey[key]
+	if reflect.DeepEqual(old, problems) || (len(old) == 0 && len(problems) == 0) {
+		return nil
+	}
+	if len(problems) == 0 {
+		delete(r.byKey, key)
+	} else {
+		r.byKey[key] = problems
+	}
+	return r.byPlacement.move(key, placementsOf(old), placementsOf(problems))
+}
+
+// placementsOf lists the placements that problems concern.
+func placementsOf(problems []problem) []placementKey {
+	out := make([]placementKey, 0, len(problems))
+	for _, p := range problems {
+		out = append(out, p.placement)
+	}
+	return out
+}
+
+// of returns a placement's problems, sorted, and the identities they concern.
+func (r *upsyncResults) of(pk placementKey) (problems []problem, keys []upsyncKey) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for key := range r.byPlacement[pk] {
+		keys = append(keys, key)
+		for _, p := range r.byKey[key] {
+			if p.placement == pk {
+				problems = append(problems, p)
+			}
+		}
+	}
+	sort.Slice(problems, func(i, j int) bool { return problems[i].message < problems[j].message })
+	return problems, keys
 }
 
 func (c *Controller) report(mailbox string, res mailboxResult) {
@@ -131,6 +205,17 @@ func (c *Controller) writePlacementStatus(ctx context.Context, pk placementKey) 
 	before := append([]metav1.Condition(nil), p.Status.Conditions...)
 	meta.SetStatusCondition(&p.Status.Conditions, projected)
 	meta.SetStatusCondition(&p.Status.Conditions, conflict)
+	if len(p.Spec.Upsync) == 0 {
+		meta.RemoveStatusCondition(&p.Status.Conditions, edgev1alpha1.PlacementUpsynced)
+		meta.RemoveStatusCondition(&p.Status.Conditions, edgev1alpha1.PlacementUpsyncConflict)
+	} else {
+		ruleProblems, known := c.upsync.unreturnable(p.Spec.Upsync)
+		upsyncProblems, _ := c.upsyncResults.of(pk)
+		upsynced, upsyncConflict := upsyncConditions(ruleProblems, known, upsyncProblems)
+		upsynced.ObservedGeneration, upsyncConflict.ObservedGeneration = p.Generation, p.Generation
+		meta.SetStatusCondition(&p.Status.Conditions, upsynced)
+		meta.SetStatusCondition(&p.Status.Conditions, upsyncConflict)
+	}
 	if equality.Semantic.DeepEqual(before, p.Status.Conditions) {
 		return nil
 	}
@@ -183,6 +268,39 @@ func placementConditions(destinations, notDone int, problems []problem) (project
 		projected.Message = fmt.Sprintf("the selected objects are in the mailboxes of all %d destinations", destinations)
 	}
 	return projected, conflict
+}
+
+// upsyncConditions computes Upsynced and UpsyncConflict from the rules that cannot be honoured
+// (known: whether that could be judged) and the problems of the return path.
+func upsyncConditions(ruleProblems []string, known bool, problems []problem) (upsynced, conflict metav1.Condition) {
+	upsynced = metav1.Condition{Type: edgev1alpha1.PlacementUpsynced}
+	conflict = metav1.Condition{Type: edgev1alpha1.PlacementUpsyncConflict, Status: metav1.ConditionFalse, Reason: ReasonNoUpsyncConflict,
+		Message: "no two destinations up-sync the same object, and no object of the workspace's own is in the way"}
+	failures := append([]string(nil), ruleProblems...)
+	var conflicts []string
+	for _, p := range problems {
+		if p.reason == problemUpsyncConflict {
+			conflicts = append(conflicts, p.message)
+		} else {
+			failures = append(failures, p.reason+": "+p.message)
+		}
+	}
+	if len(conflicts) > 0 {
+		conflict.Status, conflict.Reason = metav1.ConditionTrue, edgev1alpha1.ReasonConflictingUpsync
+		conflict.Message = quote(conflicts)
+	}
+	switch {
+	case len(failures) > 0:
+		upsynced.Status, upsynced.Reason = metav1.ConditionFalse, ReasonUpsyncFailed
+		upsynced.Message = fmt.Sprintf("%d problem(s): %s", len(failures), quote(failures))
+	case !known:
+		upsynced.Status, upsynced.Reason = metav1.ConditionFalse, ReasonUpsyncPending
+		upsynced.Message = "waiting for the virtual workspaces that show the mailboxes"
+	default:
+		upsynced.Status, upsynced.Reason = metav1.ConditionTrue, ReasonUpsynced
+		upsynced.Message = "what spec.upsync covers comes back from the destinations' mailboxes"
+	}
+	return upsynced, conflict
 }
 
 // quote joins the first few messages, saying how many more there are.

@@ -4,19 +4,25 @@
 // into the destination's mailbox workspace, and the mailbox's SyncerConfig, which tells the
 // syncer what to watch there. It keeps the copies in step with their originals, the placements,
 // the Customizers and the destinations' SyncTarget and Location labels, and deletes the copies it
-// made once nothing selects them any more. It reports in each placement's status (conditions
-// Projected and Conflict) what it could not do, and why.
+// made once nothing selects them any more. The other way, it brings the objects that syncers
+// up-synced into mailboxes, as spec.upsync says, back into the workload workspaces (upsync.go),
+// and never selects them for down-sync. It reports in each placement's status (conditions
+// Projected, Conflict, Upsynced and UpsyncConflict) what it could not do, and why.
 //
 // It reads the workload workspaces through the virtual workspace of the APIExport edge.kcp.io:
 // the placements, slices, Customizers, SyncTargets and Locations it serves, and the workload
 // objects of kinds that edge.kcp.io claims and the workspace's owner accepted (see
-// espw.EdgeClaims). Custom kinds that a workload workspace defines with its own CRDs belong to no
-// export and cannot be claimed; it reads those with its own credential (see customkinds.go).
-// It writes into mailboxes, which are its own workspaces, with its own credential.
+// espw.EdgeClaims); it writes the up-synced objects there through the same claims. Custom kinds
+// that a workload workspace defines with its own CRDs belong to no export and cannot be claimed;
+// it reads those with its own credential (see sources.go), and does not bring them back. It
+// writes into mailboxes, which are its own workspaces, with its own credential, and watches the
+// up-synced objects in all mailboxes through the virtual workspaces of mailbox.edge.kcp.io and
+// workloads.edge.kcp.io (upsync_sources.go).
 //
-// The work is done per mailbox: a change anywhere queues the mailboxes it can affect, and a
-// mailbox's reconcile computes everything that should be in it (desired.go) and makes it so
-// (mailbox.go), writing only what differs from what it last wrote there.
+// The down-sync work is done per mailbox: a change anywhere queues the mailboxes it can affect,
+// and a mailbox's reconcile computes everything that should be in it (desired.go) and makes it
+// so (mailbox.go), writing only what differs from what it last wrote there. The up-sync work is
+// done per object identity in a workload workspace (upsync_reconcile.go).
 package placementtranslator
 
 import (
@@ -35,7 +41,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -74,6 +79,8 @@ const (
 	byLocation = "byLocation"
 	// syncTargetsByMailbox indexes SyncTargets by their mailbox workspace name.
 	syncTargetsByMailbox = "syncTargetsByMailbox"
+	// syncTargetsByMailboxCluster indexes SyncTargets by their mailbox's logical cluster.
+	syncTargetsByMailboxCluster = "syncTargetsByMailboxCluster"
 )
 
 // Config is what the controller needs.
@@ -106,17 +113,22 @@ type Controller struct {
 	// workload holds one informer per workload resource served through the virtual workspace,
 	// and the custom kinds of the workload workspaces; see sources.go.
 	workload *sources
+	// upsync holds the informers on up-synced objects in mailboxes; see upsync_sources.go.
+	upsync *upsyncSources
 
 	mailboxesMu sync.Mutex
 	mailboxes   map[string]*mailboxState
 
-	results *results
+	results       *results
+	upsyncResults *upsyncResults
 }
 
-// queueKey is a mailbox (by workspace name) to reconcile, or a placement whose status to write.
+// queueKey is one of: a mailbox (by workspace name) to reconcile, a placement whose status to
+// write, or an up-synced object identity in a workload workspace to bring back.
 type queueKey struct {
 	mailbox   string
 	placement placementKey
+	upsync    upsyncKey
 }
 
 // placementKey names an EdgePlacement.
@@ -141,8 +153,9 @@ func NewController(cfg Config) (*Controller, error) {
 		edgeVW: edgeVW,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[queueKey](),
 			workqueue.TypedRateLimitingQueueConfig[queueKey]{Name: ControllerName}),
-		mailboxes: map[string]*mailboxState{},
-		results:   newResults(),
+		mailboxes:     map[string]*mailboxState{},
+		results:       newResults(),
+		upsyncResults: newUpsyncResults(),
 	}
 	newInformer := func(gvr schema.GroupVersionResource, indexers cache.Indexers) cache.SharedIndexInformer {
 		indexers[kcpcache.ClusterIndexName] = kcpcache.ClusterIndexFunc
@@ -151,7 +164,7 @@ func NewController(cfg Config) (*Controller, error) {
 	c.placements = newInformer(placementsGVR, cache.Indexers{})
 	c.slices = newInformer(slicesGVR, cache.Indexers{byMailbox: sliceMailboxes, byPlacement: slicePlacement, byLocation: sliceLocations})
 	c.customizers = newInformer(customizersGVR, cache.Indexers{})
-	c.syncTargets = newInformer(syncTargetsGVR, cache.Indexers{syncTargetsByMailbox: syncTargetMailbox})
+	c.syncTargets = newInformer(syncTargetsGVR, cache.Indexers{syncTargetsByMailbox: syncTargetMailbox, syncTargetsByMailboxCluster: syncTargetMailboxCluster})
 	c.locations = newInformer(locationsGVR, cache.Indexers{})
 
 	resources, err := discoverWorkloadResources(cfg.EdgeVWConfig)
@@ -159,6 +172,7 @@ func NewController(cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	c.workload = newSources(c, resources)
+	c.upsync = newUpsyncSources(c)
 
 	handle := func(informer cache.SharedIndexInformer, onChange func(old, obj *unstructured.Unstructured)) error {
 		_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -188,15 +202,9 @@ func NewController(cfg Config) (*Controller, error) {
 // discoverWorkloadResources lists the resources that the virtual workspace serves besides
 // edge.kcp.io's own and kcp's: the claimed workload kinds.
 func discoverWorkloadResources(vw *rest.Config) ([]resource, error) {
-	cfg := rest.CopyConfig(vw)
-	cfg.Host += "/clusters/*"
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
 	var lists []*metav1.APIResourceList
-	err = wait.ExponentialBackoff(wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Steps: 6}, func() (bool, error) {
-		_, l, err := dc.ServerGroupsAndResources()
+	err := wait.ExponentialBackoff(wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Steps: 6}, func() (bool, error) {
+		l, err := discoverVirtualWorkspace(vw)
 		if err != nil {
 			return false, nil
 		}
@@ -223,6 +231,10 @@ func (c *Controller) Start(ctx context.Context) error {
 		return ctx.Err()
 	}
 	logger.Info("caches synced; projecting", "workloadResources", len(c.workload.resources))
+	// The return path finds the mailboxes' virtual workspaces, and visits every object it made,
+	// so that those no destination up-syncs any more after a restart go.
+	c.upsync.start(ctx)
+	c.enqueueReturned("")
 	// Every mailbox that is ready is visited once, so that what was projected before a restart,
 	// and is no longer wanted, goes.
 	for _, obj := range c.syncTargets.GetStore().List() {
@@ -261,10 +273,14 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	logger := klog.FromContext(ctx)
 	var err error
 	var requeue time.Duration
-	if key.mailbox != "" {
+	switch {
+	case key.mailbox != "":
 		logger := logger.WithValues("mailbox", key.mailbox)
 		requeue, err = c.reconcileMailbox(klog.NewContext(ctx, logger), key.mailbox)
-	} else {
+	case key.upsync != upsyncKey{}:
+		logger := logger.WithValues("upsync", key.upsync.String())
+		err = c.reconcileUpsync(klog.NewContext(ctx, logger), key.upsync)
+	default:
 		logger := logger.WithValues("placement", key.placement.String())
 		err = c.writePlacementStatus(klog.NewContext(ctx, logger), key.placement)
 	}

@@ -2,9 +2,7 @@ package statussummarizer
 
 import (
 	"context"
-	"math/rand/v2"
 	"sync"
-	"time"
 
 	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
 	kcpdynamic "github.com/kcp-dev/client-go/dynamic"
@@ -19,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/espw"
 )
 
 // copyWatches watches the mailbox copies, across all mailboxes, one informer per resource:
@@ -53,7 +52,7 @@ func (w *copyWatches) start(ctx context.Context) {
 // resources through it.
 func (w *copyWatches) startGroup(ctx context.Context, export string, gvrs []schema.GroupVersionResource) {
 	logger := klog.FromContext(ctx).WithValues("export", export)
-	url, ok := w.waitForEndpoint(ctx, export)
+	url, ok := espw.WaitForEndpoint(ctx, w.c.cfg.KCP, w.c.cfg.ESPW, export)
 	if !ok {
 		return
 	}
@@ -106,31 +105,6 @@ func (w *copyWatches) startGroup(ctx context.Context, export string, gvrs []sche
 	logger.Info("watching the copies in all mailboxes through the virtual workspace", "url", url, "resources", len(started))
 	for _, inf := range started {
 		go inf.Run(ctx.Done())
-	}
-}
-
-// waitForEndpoint waits, with backoff, until the APIExportEndpointSlice of export lists a URL.
-func (w *copyWatches) waitForEndpoint(ctx context.Context, export string) (string, bool) {
-	logger := klog.FromContext(ctx)
-	delay := time.Second
-	said := false
-	for {
-		slice, err := w.c.cfg.KCP.Cluster(w.c.cfg.ESPW).ApisV1alpha1().APIExportEndpointSlices().Get(ctx, export, metav1.GetOptions{})
-		switch {
-		case err != nil && ctx.Err() == nil:
-			logger.Error(err, "reading the APIExportEndpointSlice (has 'kubectl edge init' run with this version?)", "export", export, "espw", w.c.cfg.ESPW)
-		case err == nil && len(slice.Status.APIExportEndpoints) > 0:
-			return slice.Status.APIExportEndpoints[0].URL, true
-		case err == nil && !said:
-			logger.Info("waiting for a workspace to bind the export", "export", export)
-			said = true
-		}
-		select {
-		case <-ctx.Done():
-			return "", false
-		case <-time.After(delay + rand.N(delay/2)):
-		}
-		delay = min(2*delay, 30*time.Second)
 	}
 }
 

@@ -23,9 +23,6 @@ import (
 	"github.com/kcp-dev/edge-mc/pkg/placement-translator/projection"
 )
 
-// annotationUpsyncHash on an up-synced object in the mailbox is the hash of what was written.
-const annotationUpsyncHash = "edge.kcp.io/upsync-hash"
-
 // upsyncWatch watches one edge resource for objects to up-sync, and the objects of that resource
 // already up-synced into the mailbox.
 type upsyncWatch struct {
@@ -45,10 +42,8 @@ func (w *upsyncWatch) stopAll() {
 
 // covers says whether one of w's rules covers the object.
 func (w *upsyncWatch) covers(namespace, name string) bool {
-	for _, r := range w.rules {
-		nsOK := len(r.Namespaces) == 0 || slices.Contains(r.Namespaces, "*") || (namespace != "" && slices.Contains(r.Namespaces, namespace))
-		nameOK := len(r.Names) == 0 || slices.Contains(r.Names, "*") || slices.Contains(r.Names, name)
-		if nsOK && nameOK {
+	for i := range w.rules {
+		if w.rules[i].MatchesObject(namespace, name) {
 			return true
 		}
 	}
@@ -86,8 +81,7 @@ func (s *Syncer) applyUpsyncRules(ctx context.Context, rules []edgev1alpha1.Upsy
 					continue
 				}
 				for _, r := range list.APIResources {
-					if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "watch") ||
-						!(slices.Contains(rule.Resources, "*") || slices.Contains(rule.Resources, r.Name)) {
+					if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "watch") || !rule.MatchesResource(gv.Group, r.Name) {
 						continue
 					}
 					gr := schema.GroupResource{Group: gv.Group, Resource: r.Name}
@@ -244,7 +238,7 @@ func (s *Syncer) writeUpsynced(ctx context.Context, w *upsyncWatch, ref objectRe
 	annotations[edgev1alpha1.AnnotationUpsyncedFrom] = s.cfg.SyncTargetName
 	desired.SetAnnotations(annotations)
 	hash := projection.Hash(desired.Object)
-	annotations[annotationUpsyncHash] = hash
+	annotations[edgev1alpha1.AnnotationUpsyncHash] = hash
 	desired.SetAnnotations(annotations)
 	status, _, _ := unstructured.NestedMap(original.Object, "status")
 	mailbox := s.mailbox.Resource(w.mailboxGVR).Namespace(ref.Namespace)
@@ -264,7 +258,7 @@ func (s *Syncer) writeUpsynced(ctx context.Context, w *upsyncWatch, ref objectRe
 				return err
 			}
 		}
-	} else if upsynced.GetAnnotations()[annotationUpsyncHash] == hash {
+	} else if upsynced.GetAnnotations()[edgev1alpha1.AnnotationUpsyncHash] == hash {
 		have, _, _ := unstructured.NestedMap(upsynced.Object, "status")
 		if !w.hasStatus || reflect.DeepEqual(normalizeJSON(have), normalizeJSON(status)) {
 			return nil

@@ -17,11 +17,15 @@ const (
 	PlacementReady = "Ready"
 	// PlacementConflict: an object collides with one from another workload workspace.
 	PlacementConflict = "Conflict"
-	// PlacementUpsyncConflict: two destinations up-sync the same object identity.
+	// PlacementUpsyncConflict: two destinations up-sync the same object identity into the
+	// placement's workspace, or the workspace has its own object of that identity.
 	PlacementUpsyncConflict = "UpsyncConflict"
 	// PlacementSingletonStatus: with spec.wantSingletonReportedState, whether the objects' status
 	// is being copied back from their one destination (False while there is not exactly one).
 	PlacementSingletonStatus = "SingletonStatus"
+	// PlacementUpsynced: the objects that spec.upsync covers come back into the placement's
+	// workspace. Set only on placements with spec.upsync.
+	PlacementUpsynced = "Upsynced"
 )
 
 // Condition reasons.
@@ -49,6 +53,7 @@ const (
 	// Reasons of the SingletonStatus condition of an EdgePlacement.
 	ReasonSingletonReported = "StatusReported"
 	ReasonNotSingleton      = "NotSingleton"
+	ReasonConflictingUpsync = "ConflictingUpsync"
 )
 
 // Well-known labels and annotations.
@@ -79,7 +84,8 @@ const (
 	// AnnotationCreatedAtEdge on a mailbox copy of a create-only object is when the syncer
 	// created it at the edge; it is not created again.
 	AnnotationCreatedAtEdge = "edge.kcp.io/created-at-edge"
-	// AnnotationUpsyncedFrom on an up-synced object in a mailbox names the SyncTarget it came from.
+	// AnnotationUpsyncedFrom on an up-synced object, in a mailbox or in a workload workspace,
+	// names the SyncTarget it came from.
 	AnnotationUpsyncedFrom = "edge.kcp.io/upsynced-from"
 
 	// LabelSourceCluster on a mailbox copy is the logical cluster of the workload workspace its
@@ -98,6 +104,19 @@ const (
 	// AnnotationSingletonStatusFrom on a workload object names the destination whose status the
 	// status summarizer copied onto it (wantSingletonReportedState).
 	AnnotationSingletonStatusFrom = "edge.kcp.io/singleton-status-from"
+	// AnnotationUpsyncedFromCluster on an up-synced object in a workload workspace is the logical
+	// cluster of the inventory workspace of the SyncTarget it came from.
+	AnnotationUpsyncedFromCluster = "edge.kcp.io/upsynced-from-cluster"
+	// AnnotationUpsyncHash on an up-synced object is the hash of what its writer (the syncer in
+	// a mailbox, the placement translator in a workload workspace) last wrote.
+	AnnotationUpsyncHash = "edge.kcp.io/upsync-hash"
+	// LabelReturned "true" marks an up-synced object that the placement translator brought
+	// back from a mailbox into a workload workspace (it also bears LabelUpsynced); the translator
+	// updates and deletes only these there, and never selects them for down-sync.
+	LabelReturned = "edge.kcp.io/returned"
+	// LabelUpsyncNamespace "true" marks a namespace of a workload workspace that the placement
+	// translator created to hold up-synced objects.
+	LabelUpsyncNamespace = "edge.kcp.io/upsync-namespace"
 )
 
 // Names of the APIExports in the edge service provider workspace.

@@ -1,0 +1,309 @@
+package placementtranslator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+
+	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
+	"github.com/kcp-dev/logicalcluster/v3"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/klog/v2"
+
+	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/mailbox"
+	"github.com/kcp-dev/edge-mc/pkg/placement-translator/projection"
+)
+
+// Problem reasons of the return path, per placement.
+const (
+	problemUpsyncConflict = "UpsyncConflict"
+	problemUpsyncWrite    = "UpsyncWriteError"
+)
+
+// errNotKnownYet: what the reconcile needs is not all known yet (an informer has not synced, a
+// virtual workspace is not published yet); the key is retried with backoff.
+var errNotKnownYet = errors.New("waiting for the caches of the up-sync return path")
+
+// errCacheBehind: a write met a newer state than the cache holds; retried once the cache
+// catches up, and not reported.
+var errCacheBehind = errors.New("the cache is behind the server")
+
+// upsyncCandidate is an up-synced object in the mailbox of one destination, which placements of
+// the workload workspace cover.
+type upsyncCandidate struct {
+	dest       edgev1alpha1.SinglePlacement
+	obj        *unstructured.Unstructured
+	placements []placementKey
+}
+
+// destination names the candidate's destination as placement messages do.
+func (cand upsyncCandidate) destination() string {
+	return cand.dest.Cluster + ":" + cand.dest.SyncTargetName
+}
+
+// reconcileUpsync makes the workload workspace's copy of an up-synced object what the
+// destinations' mailboxes hold.
+func (c *Controller) reconcileUpsync(ctx context.Context, key upsyncKey) error {
+	logger := klog.FromContext(ctx)
+	wl, ok := c.workload.resourceOf(key.gr)
+	if !ok {
+		c.reportUpsync(key, nil)
+		return nil
+	}
+	existing, known := c.workload.get(wl.gvr, key)
+	if !known {
+		return errNotKnownYet
+	}
+	cands, known := c.upsyncCandidates(key)
+	if !known {
+		return errNotKnownYet
+	}
+	winner := chooseUpsyncSource(cands, existing)
+	problems := upsyncConflicts(key, cands, existing, winner)
+	var err error
+	switch {
+	case winner >= 0:
+		err = c.writeReturned(ctx, key, wl, cands[winner], existing)
+		if err != nil && !errors.Is(err, errCacheBehind) {
+			for _, pk := range cands[winner].placements {
+				problems = append(problems, problem{pk, problemUpsyncWrite, err.Error()})
+			}
+		}
+	case isReturned(existing):
+		err = c.deleteReturned(ctx, key, wl, existing)
+		if err == nil {
+			logger.V(2).Info("deleted an up-synced object that no destination up-syncs any more", "object", key.String())
+		}
+	}
+	c.reportUpsync(key, problems)
+	return err
+}
+
+// upsyncCandidates gathers the up-synced objects of the key's identity in the mailboxes of the
+// destinations of the workspace's placements that cover it. known is false while the up-synced
+// objects of the resource are not all known.
+func (c *Controller) upsyncCandidates(key upsyncKey) (cands []upsyncCandidate, known bool) {
+	placements, _ := c.placements.GetIndexer().ByIndex(kcpcache.ClusterIndexName, kcpcache.ClusterIndexKey(logicalcluster.Name(key.cluster)))
+	covers := false
+	for _, p := range placements {
+		rules := upsyncRules(asUnstructured(p))
+		for i := range rules {
+			covers = covers || rules[i].MatchesResource(key.gr.Group, key.gr.Resource)
+		}
+	}
+	if !covers {
+		return nil, true
+	}
+	inf, ready := c.upsync.watch(key.gr)
+	if !ready {
+		return nil, false
+	}
+	if inf == nil {
+		return nil, true
+	}
+	items, _ := inf.GetIndexer().ByIndex(byIdentity, key.namespace+"/"+key.name)
+	for _, item := range items {
+		u := asUnstructured(item)
+		if !isUpsyncedInMailbox(u) || u.GetDeletionTimestamp() != nil {
+			continue
+		}
+		st := c.syncTargetOfMailboxCluster(logicalcluster.From(u))
+		if st == nil {
+			continue
+		}
+		cand := upsyncCandidate{obj: u}
+		for pk, dest := range c.destinationsOf(mailbox.WorkspaceName(logicalcluster.From(st), st.GetUID())) {
+			if pk.cluster == key.cluster && edgev1alpha1.UpsyncCovers(c.placementRules(pk), key.gr.Group, key.gr.Resource, key.namespace, key.name) {
+				cand.dest = dest
+				cand.placements = append(cand.placements, pk)
+			}
+		}
+		if len(cand.placements) > 0 {
+			sort.Slice(cand.placements, func(i, j int) bool { return cand.placements[i].String() < cand.placements[j].String() })
+			cands = append(cands, cand)
+		}
+	}
+	sort.Slice(cands, func(i, j int) bool { return cands[i].destination() < cands[j].destination() })
+	return cands, true
+}
+
+// chooseUpsyncSource picks the candidate that the workspace's copy comes from, or -1 for none.
+// An object of the workspace's own (not made by the return path) is never replaced: none. The
+// copy already there stays while its destination still up-syncs it; otherwise the oldest
+// up-synced object wins (by creation in its mailbox, then by destination name), so that the
+// choice does not flip-flop, and a restart makes the same choice.
+func chooseUpsyncSource(cands []upsyncCandidate, existing *unstructured.Unstructured) int {
+	if len(cands) == 0 || (existing != nil && !isReturned(existing)) {
+		return -1
+	}
+	if existing != nil {
+		a := existing.GetAnnotations()
+		for i, cand := range cands {
+			if cand.dest.Cluster == a[edgev1alpha1.AnnotationUpsyncedFromCluster] && cand.dest.SyncTargetName == a[edgev1alpha1.AnnotationUpsyncedFrom] {
+				return i
+			}
+		}
+	}
+	best := 0
+	for i := 1; i < len(cands); i++ {
+		ti, tb := cands[i].obj.GetCreationTimestamp(), cands[best].obj.GetCreationTimestamp()
+		if ti.Before(&tb) || (ti.Equal(&tb) && cands[i].destination() < cands[best].destination()) {
+			best = i
+		}
+	}
+	return best
+}
+
+// upsyncConflicts reports, to every placement that covers the identity at one of the
+// candidates' destinations, an object of the workspace's own there, or more than one candidate.
+func upsyncConflicts(key upsyncKey, cands []upsyncCandidate, existing *unstructured.Unstructured, winner int) []problem {
+	own := existing != nil && !isReturned(existing)
+	if len(cands) == 0 || (len(cands) == 1 && !own) {
+		return nil
+	}
+	var from []string
+	placements := map[placementKey]bool{}
+	for _, cand := range cands {
+		from = append(from, cand.destination())
+		for _, pk := range cand.placements {
+			placements[pk] = true
+		}
+	}
+	id := key.copyKey().String()
+	var msg string
+	if own {
+		msg = fmt.Sprintf("%s is up-synced from %s, but the workspace has an object of its own there, which up-sync never overwrites", id, strings.Join(from, ", "))
+	} else {
+		msg = fmt.Sprintf("%s is up-synced from more than one destination (%s); the one from %s is kept", id, strings.Join(from, ", "), cands[winner].destination())
+	}
+	out := make([]problem, 0, len(placements))
+	for pk := range placements {
+		out = append(out, problem{pk, problemUpsyncConflict, msg})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].placement.String() < out[j].placement.String() })
+	return out
+}
+
+// returnedCopy is the workspace's copy of an up-synced object: without what the mailbox server
+// set, labelled as up-synced and returned, annotated with the destination it came from and the
+// hash of the rest. Its status goes along in the object when the resource has no status
+// subresource.
+func returnedCopy(upsynced *unstructured.Unstructured, wl resource, dest edgev1alpha1.SinglePlacement) *unstructured.Unstructured {
+	out := projection.Sanitize(upsynced)
+	out.SetAPIVersion(wl.gvr.GroupVersion().String())
+	if status, ok := upsynced.Object["status"]; ok && !wl.hasStatus {
+		out.Object["status"] = status
+	}
+	labels := out.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[edgev1alpha1.LabelUpsynced] = "true"
+	labels[edgev1alpha1.LabelReturned] = "true"
+	out.SetLabels(labels)
+	annotations := out.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	delete(annotations, edgev1alpha1.AnnotationUpsyncHash)
+	annotations[edgev1alpha1.AnnotationUpsyncedFrom] = dest.SyncTargetName
+	annotations[edgev1alpha1.AnnotationUpsyncedFromCluster] = dest.Cluster
+	out.SetAnnotations(annotations)
+	annotations[edgev1alpha1.AnnotationUpsyncHash] = projection.Hash(out.Object)
+	out.SetAnnotations(annotations)
+	return out
+}
+
+// writeReturned creates or updates the workspace's copy of the winning candidate, and its
+// status, where they differ. It creates rather than applies, and updates with the cached
+// resourceVersion, so that it never takes over an object that the workspace's author made
+// meanwhile.
+func (c *Controller) writeReturned(ctx context.Context, key upsyncKey, wl resource, cand upsyncCandidate, existing *unstructured.Unstructured) error {
+	logger := klog.FromContext(ctx)
+	desired := returnedCopy(cand.obj, wl, cand.dest)
+	client := c.edgeVW.Cluster(logicalcluster.NewPath(key.cluster)).Resource(wl.gvr).Namespace(key.namespace)
+	var err error
+	switch {
+	case existing == nil:
+		if key.namespace != "" {
+			if err := c.ensureWorkspaceNamespace(ctx, key.cluster, key.namespace); err != nil {
+				return err
+			}
+		}
+		existing, err = client.Create(ctx, desired, metav1.CreateOptions{FieldManager: FieldManager})
+		if apierrors.IsAlreadyExists(err) {
+			return errCacheBehind
+		}
+		if err != nil {
+			return fmt.Errorf("creating the up-synced %s from %s: %w", key.copyKey(), cand.destination(), err)
+		}
+		logger.V(2).Info("brought an up-synced object back into its workload workspace", "object", key.String(), "from", cand.destination())
+	case existing.GetAnnotations()[edgev1alpha1.AnnotationUpsyncHash] != desired.GetAnnotations()[edgev1alpha1.AnnotationUpsyncHash]:
+		desired.SetResourceVersion(existing.GetResourceVersion())
+		existing, err = client.Update(ctx, desired, metav1.UpdateOptions{FieldManager: FieldManager})
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return errCacheBehind
+		}
+		if err != nil {
+			return fmt.Errorf("updating the up-synced %s from %s: %w", key.copyKey(), cand.destination(), err)
+		}
+		logger.V(3).Info("updated an up-synced object in its workload workspace", "object", key.String(), "from", cand.destination())
+	}
+	status, _, _ := unstructured.NestedMap(cand.obj.Object, "status")
+	have, _, _ := unstructured.NestedMap(existing.Object, "status")
+	if !wl.hasStatus || len(status) == 0 || reflect.DeepEqual(status, have) {
+		return nil
+	}
+	withStatus := existing.DeepCopy()
+	withStatus.Object["status"] = status
+	_, err = client.UpdateStatus(ctx, withStatus, metav1.UpdateOptions{FieldManager: FieldManager})
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return errCacheBehind
+	}
+	if err != nil {
+		return fmt.Errorf("writing the status of the up-synced %s from %s: %w", key.copyKey(), cand.destination(), err)
+	}
+	return nil
+}
+
+// deleteReturned deletes the workspace's copy, made by the return path, that no destination
+// up-syncs any more.
+func (c *Controller) deleteReturned(ctx context.Context, key upsyncKey, wl resource, existing *unstructured.Unstructured) error {
+	uid := existing.GetUID()
+	err := c.edgeVW.Cluster(logicalcluster.NewPath(key.cluster)).Resource(wl.gvr).Namespace(key.namespace).
+		Delete(ctx, key.name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("deleting the up-synced %s: %w", key, err)
+	}
+	return nil
+}
+
+// ensureWorkspaceNamespace creates a namespace for up-synced objects in a workload workspace,
+// labelled as made for them, if it has none of that name.
+func (c *Controller) ensureWorkspaceNamespace(ctx context.Context, cluster, name string) error {
+	if c.workload.namespaceLabels(logicalcluster.Name(cluster), name) != nil {
+		return nil
+	}
+	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace"}}
+	ns.SetName(name)
+	ns.SetLabels(map[string]string{edgev1alpha1.LabelUpsyncNamespace: "true"})
+	_, err := c.edgeVW.Cluster(logicalcluster.NewPath(cluster)).Resource(namespacesGVR).Create(ctx, ns, metav1.CreateOptions{FieldManager: FieldManager})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s for up-synced objects: %w", name, err)
+	}
+	return nil
+}
+
+// reportUpsync records the problems of an identity, and queues the status of the placements
+// whose problems changed.
+func (c *Controller) reportUpsync(key upsyncKey, problems []problem) {
+	for _, pk := range c.upsyncResults.set(key, problems) {
+		c.queue.Add(queueKey{placement: pk})
+	}
+}

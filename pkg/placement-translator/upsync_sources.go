@@ -1,0 +1,380 @@
+package placementtranslator
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
+	kcpdynamic "github.com/kcp-dev/client-go/dynamic"
+	kcpdynamicinformer "github.com/kcp-dev/client-go/dynamic/dynamicinformer"
+	"github.com/kcp-dev/logicalcluster/v3"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/espw"
+)
+
+// Up-synced objects are watched across all mailboxes at once, one informer per resource, through
+// the virtual workspace of the export that serves the resource in mailboxes: mailbox.edge.kcp.io,
+// whose permission claims every mailbox accepts, for kcp's built-in kinds, and
+// workloads.edge.kcp.io for its own kinds (a mailbox binds it when it needs one of them). The
+// informer of a resource runs only while some placement's spec.upsync can cover the resource.
+
+// upsyncedSelector selects the objects that syncers up-synced into mailboxes. The workloads
+// export's virtual workspace also shows the workload workspaces, where the objects the return
+// path wrote bear LabelReturned besides LabelUpsynced.
+var upsyncedSelector = edgev1alpha1.LabelUpsynced + "=true,!" + edgev1alpha1.LabelReturned
+
+// byIdentity indexes up-synced objects by namespace/name, across mailboxes.
+const byIdentity = "byIdentity"
+
+// returnedByCluster indexes workload objects that the return path made by their workspace.
+const returnedByCluster = "returnedByCluster"
+
+// neverReturned are resources whose up-synced objects do not come back: a Namespace or a CRD
+// made in a workload workspace by the edge would change where and what objects there are. The
+// namespaces of up-synced objects are made as needed.
+var neverReturned = map[schema.GroupResource]bool{
+	namespacesGVR.GroupResource(): true,
+	crdsGVR.GroupResource():       true,
+}
+
+// upsyncExportOf is the export whose virtual workspace shows the resource across mailboxes.
+func upsyncExportOf(gr schema.GroupResource) string {
+	if isKCPBuiltIn(gr) {
+		return edgev1alpha1.MailboxAPIExportName
+	}
+	return edgev1alpha1.WorkloadsAPIExportName
+}
+
+// upsyncWatch is the informer on one resource's up-synced objects in all mailboxes.
+type upsyncWatch struct {
+	informer cache.SharedIndexInformer
+	stop     context.CancelFunc
+}
+
+// upsyncSources runs the informers on up-synced objects.
+type upsyncSources struct {
+	c *Controller
+
+	mu  sync.Mutex
+	ctx context.Context
+	// clients reach, per export, its virtual workspace once kcp publishes it.
+	clients map[string]kcpdynamic.ClusterInterface
+	// returnable are the resources whose up-synced objects can come back: served in mailboxes
+	// through an export's virtual workspace, and in workload workspaces through edge.kcp.io's,
+	// by group and resource, at the mailbox version.
+	returnable map[schema.GroupResource]schema.GroupVersionResource
+	// rules are the placements' spec.upsync; covered the returnable resources each can cover;
+	// coverage how many placements can cover each.
+	rules    map[placementKey][]edgev1alpha1.UpsyncSet
+	covered  map[placementKey]map[schema.GroupResource]bool
+	coverage map[schema.GroupResource]int
+	watches  map[schema.GroupResource]*upsyncWatch
+}
+
+func newUpsyncSources(c *Controller) *upsyncSources {
+	return &upsyncSources{
+		c:          c,
+		clients:    map[string]kcpdynamic.ClusterInterface{},
+		returnable: map[schema.GroupResource]schema.GroupVersionResource{},
+		rules:      map[placementKey][]edgev1alpha1.UpsyncSet{},
+		covered:    map[placementKey]map[schema.GroupResource]bool{},
+		coverage:   map[schema.GroupResource]int{},
+		watches:    map[schema.GroupResource]*upsyncWatch{},
+	}
+}
+
+// start finds, in the background, the virtual workspaces of the mailbox and workloads exports
+// (kcp publishes each once some workspace binds the export) and what they serve.
+func (s *upsyncSources) start(ctx context.Context) {
+	s.mu.Lock()
+	s.ctx = ctx
+	s.mu.Unlock()
+	for _, export := range []string{edgev1alpha1.MailboxAPIExportName, edgev1alpha1.WorkloadsAPIExportName} {
+		go s.discover(ctx, export)
+	}
+}
+
+// discover waits for the export's virtual workspace, learns which of its resources can come
+// back, and starts the informers that the placements' rules need.
+func (s *upsyncSources) discover(ctx context.Context, export string) {
+	logger := klog.FromContext(ctx).WithValues("export", export)
+	url, ok := espw.WaitForEndpoint(ctx, s.c.cfg.KCP, s.c.cfg.ESPW, export)
+	if !ok {
+		return
+	}
+	cfg := rest.CopyConfig(s.c.cfg.EdgeVWConfig)
+	cfg.Host = url
+	client, err := kcpdynamic.NewForConfig(cfg)
+	if err != nil {
+		logger.Error(err, "building the client of a virtual workspace; up-synced objects of its kinds do not come back")
+		return
+	}
+	var lists []*metav1.APIResourceList
+	_ = wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.2, Steps: 1 << 30, Cap: 30 * time.Second},
+		func(context.Context) (bool, error) {
+			lists, err = discoverVirtualWorkspace(cfg)
+			if err != nil {
+				logger.Error(err, "discovering the resources of a virtual workspace; will retry")
+			}
+			return err == nil, nil
+		})
+	if ctx.Err() != nil {
+		return
+	}
+	served := map[schema.GroupResource]schema.GroupVersionResource{}
+	for _, r := range workloadResources(lists) {
+		served[r.gvr.GroupResource()] = r.gvr
+	}
+	s.mu.Lock()
+	s.clients[export] = client
+	for _, r := range s.c.workload.resources {
+		gr := r.gvr.GroupResource()
+		if mgvr, ok := served[gr]; ok && upsyncExportOf(gr) == export && !neverReturned[gr] && !r.custom {
+			s.returnable[gr] = mgvr
+		}
+	}
+	for pk := range s.rules {
+		s.coverLocked(pk)
+	}
+	s.runWatchesLocked()
+	placements := make([]placementKey, 0, len(s.rules))
+	for pk := range s.rules {
+		placements = append(placements, pk)
+	}
+	s.mu.Unlock()
+	logger.Info("up-synced objects of this export's kinds can come back", "url", url)
+	// The placements' Upsynced conditions can now say which of their rules cannot be honoured.
+	for _, pk := range placements {
+		s.c.queue.Add(queueKey{placement: pk})
+	}
+}
+
+// discoverVirtualWorkspace lists the resources that a virtual workspace serves across all its
+// workspaces.
+func discoverVirtualWorkspace(vw *rest.Config) ([]*metav1.APIResourceList, error) {
+	cfg := rest.CopyConfig(vw)
+	cfg.Host += "/clusters/*"
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	_, lists, err := dc.ServerGroupsAndResources()
+	return lists, err
+}
+
+// setRules records a placement's spec.upsync (nil once the placement is gone), starts and stops
+// informers as the resources that some placement can cover change, and says whether the rules
+// changed.
+func (s *upsyncSources) setRules(pk placementKey, rules []edgev1alpha1.UpsyncSet) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, had := s.rules[pk]
+	if had == (len(rules) > 0) && equality.Semantic.DeepEqual(old, rules) {
+		return false
+	}
+	for gr := range s.covered[pk] {
+		s.coverage[gr]--
+	}
+	delete(s.covered, pk)
+	if len(rules) == 0 {
+		delete(s.rules, pk)
+	} else {
+		s.rules[pk] = rules
+		s.coverLocked(pk)
+	}
+	s.runWatchesLocked()
+	return true
+}
+
+// coverLocked records which returnable resources the placement's rules can cover.
+func (s *upsyncSources) coverLocked(pk placementKey) {
+	for gr := range s.covered[pk] {
+		s.coverage[gr]--
+	}
+	covered := map[schema.GroupResource]bool{}
+	for gr := range s.returnable {
+		for i := range s.rules[pk] {
+			if s.rules[pk][i].MatchesResource(gr.Group, gr.Resource) {
+				covered[gr] = true
+				s.coverage[gr]++
+				break
+			}
+		}
+	}
+	s.covered[pk] = covered
+}
+
+// runWatchesLocked starts the informers of resources that some placement can cover, and stops
+// the others.
+func (s *upsyncSources) runWatchesLocked() {
+	if s.ctx == nil {
+		return
+	}
+	for gr, w := range s.watches {
+		if s.coverage[gr] <= 0 {
+			w.stop()
+			delete(s.watches, gr)
+			klog.FromContext(s.ctx).V(2).Info("stopped watching up-synced objects: no placement covers them any more", "resource", gr.String())
+		}
+	}
+	for gr, n := range s.coverage {
+		if n <= 0 {
+			delete(s.coverage, gr)
+			continue
+		}
+		client, known := s.clients[upsyncExportOf(gr)]
+		if _, running := s.watches[gr]; running || !known {
+			continue
+		}
+		ctx, stop := context.WithCancel(s.ctx)
+		inf := kcpdynamicinformer.NewFilteredDynamicInformer(client, s.returnable[gr], 0,
+			cache.Indexers{kcpcache.ClusterIndexName: kcpcache.ClusterIndexFunc, byIdentity: identityIndex},
+			func(o *metav1.ListOptions) { o.LabelSelector = upsyncedSelector }).Informer()
+		_, _ = inf.AddEventHandler(s.c.upsyncedHandler(gr))
+		s.watches[gr] = &upsyncWatch{informer: inf, stop: stop}
+		klog.FromContext(ctx).V(2).Info("watching up-synced objects in all mailboxes", "resource", s.returnable[gr].String())
+		go inf.Run(ctx.Done())
+	}
+}
+
+// watch returns the informer on the up-synced objects of a resource. ready is false while what
+// is known of them is incomplete: the export's virtual workspace is not known yet, or the
+// informer has not synced (or not started: placements' rules that cover it were just recorded).
+// A resource that cannot come back is ready, with no informer.
+func (s *upsyncSources) watch(gr schema.GroupResource) (informer cache.SharedIndexInformer, ready bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if neverReturned[gr] {
+		return nil, true
+	}
+	if !s.knownLocked(upsyncExportOf(gr)) {
+		return nil, false
+	}
+	if _, ok := s.returnable[gr]; !ok {
+		return nil, true
+	}
+	w, ok := s.watches[gr]
+	if !ok || !w.informer.HasSynced() {
+		return nil, false
+	}
+	return w.informer, true
+}
+
+// watching returns the running informers, by resource, for the resources the rules cover.
+func (s *upsyncSources) watching(rules []edgev1alpha1.UpsyncSet) map[schema.GroupResource]cache.SharedIndexInformer {
+	out := s.watchingAll()
+	for gr := range out {
+		covered := false
+		for i := range rules {
+			covered = covered || rules[i].MatchesResource(gr.Group, gr.Resource)
+		}
+		if !covered {
+			delete(out, gr)
+		}
+	}
+	return out
+}
+
+// unreturnable says which of the rules cannot be honoured, because they name resources that
+// cannot come back. known is false while the virtual workspaces that would tell are not known.
+func (s *upsyncSources) unreturnable(rules []edgev1alpha1.UpsyncSet) (problems []string, known bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	known = true
+	for i, rule := range rules {
+		for _, res := range rule.Resources {
+			if res == "*" {
+				continue
+			}
+			gr := schema.GroupResource{Group: rule.APIGroup, Resource: res}
+			_, served := s.c.workload.resourceOf(gr)
+			switch {
+			case neverReturned[gr]:
+				problems = append(problems, fmt.Sprintf("spec.upsync[%d]: %s do not come back into a workload workspace (the namespaces of up-synced objects are made as needed)", i, gr))
+			case !served:
+				problems = append(problems, fmt.Sprintf("spec.upsync[%d]: %s cannot come back: edge.kcp.io claims only kcp's built-in workload kinds and those of %s (objects of custom and other kinds stay in the mailboxes)", i, gr, edgev1alpha1.WorkloadsAPIExportName))
+			case !s.knownLocked(upsyncExportOf(gr)):
+				known = false
+			default:
+				if _, ok := s.returnable[gr]; !ok {
+					problems = append(problems, fmt.Sprintf("spec.upsync[%d]: %s cannot come back: the virtual workspace of %s does not show it across mailboxes", i, gr, upsyncExportOf(gr)))
+				}
+			}
+		}
+		if slices.Contains(rule.Resources, "*") {
+			if len(s.clients) < 2 {
+				known = false
+				continue
+			}
+			found := false
+			for gr := range s.returnable {
+				found = found || gr.Group == rule.APIGroup
+			}
+			if !found {
+				problems = append(problems, fmt.Sprintf("spec.upsync[%d]: no resource of group %q can come back", i, rule.APIGroup))
+			}
+		}
+	}
+	return problems, known
+}
+
+// knownLocked: the export's virtual workspace is known.
+func (s *upsyncSources) knownLocked(export string) bool {
+	_, known := s.clients[export]
+	return known
+}
+
+// identityIndex is the byIdentity index function.
+func identityIndex(obj any) ([]string, error) {
+	u := asUnstructured(obj)
+	if u == nil {
+		return nil, nil
+	}
+	return []string{u.GetNamespace() + "/" + u.GetName()}, nil
+}
+
+// returnedIndex is the returnedByCluster index function: the workspace of an object that the
+// return path made.
+func returnedIndex(obj any) ([]string, error) {
+	u := asUnstructured(obj)
+	if u == nil || !isReturned(u) {
+		return nil, nil
+	}
+	return []string{kcpcache.ClusterIndexKey(logicalcluster.From(u))}, nil
+}
+
+// isUpsyncedInMailbox: the object was up-synced into a mailbox by a syncer (which also labels
+// the namespaces it makes there, but does not annotate them with their origin).
+func isUpsyncedInMailbox(u *unstructured.Unstructured) bool {
+	return u != nil && u.GetLabels()[edgev1alpha1.LabelUpsynced] == "true" && u.GetLabels()[edgev1alpha1.LabelReturned] != "true" &&
+		u.GetAnnotations()[edgev1alpha1.AnnotationUpsyncedFrom] != ""
+}
+
+// isReturned: the object is one that the return path made in a workload workspace.
+func isReturned(u *unstructured.Unstructured) bool {
+	return u != nil && u.GetLabels()[edgev1alpha1.LabelReturned] == "true"
+}
+
+// watchingAll returns every running informer, by resource.
+func (s *upsyncSources) watchingAll() map[schema.GroupResource]cache.SharedIndexInformer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[schema.GroupResource]cache.SharedIndexInformer{}
+	for gr, w := range s.watches {
+		out[gr] = w.informer
+	}
+	return out
+}
