@@ -154,26 +154,7 @@ func NewController(cfg Config) (*Controller, error) {
 			},
 		}, nil).Informer()
 
-	workspaces := cfg.KCP.Cluster(cfg.ESPW).TenancyV1alpha1().Workspaces()
-	mailboxSelector := labels.SelectorFromSet(labels.Set{LabelMailbox: "true"}).String()
-	c.mailboxes = cache.NewSharedIndexInformer(&cache.ListWatch{
-		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
-			o.LabelSelector = mailboxSelector
-			return workspaces.List(context.Background(), o)
-		},
-		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
-			o.LabelSelector = mailboxSelector
-			return workspaces.Watch(context.Background(), o)
-		},
-	}, &tenancyv1alpha1.Workspace{}, resyncPeriod, cache.Indexers{
-		byMailboxCluster: func(obj any) ([]string, error) {
-			ws, ok := obj.(*tenancyv1alpha1.Workspace)
-			if !ok || ws.Spec.Cluster == "" {
-				return nil, nil
-			}
-			return []string{ws.Spec.Cluster}, nil
-		},
-	})
+	c.mailboxes = NewWorkspaceInformer(cfg.KCP, cfg.ESPW, resyncPeriod, byMailboxCluster)
 
 	if _, err := c.syncTargets.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueSyncTarget,
@@ -338,4 +319,29 @@ func (c *Controller) reconcileKey(ctx context.Context, key string) (time.Duratio
 		return 0, fmt.Errorf("decoding SyncTarget %s: %w", key, err)
 	}
 	return c.reconcile(ctx, logicalcluster.From(u), st)
+}
+
+// NewWorkspaceInformer returns an informer on the mailbox workspaces of the ESPW, indexed by
+// their logical cluster under clusterIndex: one watch on the ESPW, however many mailboxes.
+func NewWorkspaceInformer(kcp kcpclientset.ClusterInterface, espw logicalcluster.Path, resync time.Duration, clusterIndex string) cache.SharedIndexInformer {
+	workspaces := kcp.Cluster(espw).TenancyV1alpha1().Workspaces()
+	mailboxSelector := labels.SelectorFromSet(labels.Set{LabelMailbox: "true"}).String()
+	return cache.NewSharedIndexInformer(&cache.ListWatch{
+		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = mailboxSelector
+			return workspaces.List(context.Background(), o)
+		},
+		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = mailboxSelector
+			return workspaces.Watch(context.Background(), o)
+		},
+	}, &tenancyv1alpha1.Workspace{}, resync, cache.Indexers{
+		clusterIndex: func(obj any) ([]string, error) {
+			ws, ok := obj.(*tenancyv1alpha1.Workspace)
+			if !ok || ws.Spec.Cluster == "" {
+				return nil, nil
+			}
+			return []string{ws.Spec.Cluster}, nil
+		},
+	})
 }

@@ -38,12 +38,10 @@ import (
 	"github.com/kcp-dev/logicalcluster/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -175,25 +173,7 @@ func NewController(cfg Config) (*Controller, error) {
 	})
 	c.syncTargets = newInformer(syncTargetsGVR, cache.Indexers{})
 
-	workspaces := cfg.KCP.Cluster(cfg.ESPW).TenancyV1alpha1().Workspaces()
-	mailboxSelector := labels.SelectorFromSet(labels.Set{mailbox.LabelMailbox: "true"}).String()
-	c.mailboxes = cache.NewSharedIndexInformer(&cache.ListWatch{
-		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
-			o.LabelSelector = mailboxSelector
-			return workspaces.List(context.Background(), o)
-		},
-		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
-			o.LabelSelector = mailboxSelector
-			return workspaces.Watch(context.Background(), o)
-		},
-	}, &tenancyv1alpha1.Workspace{}, resyncPeriod, cache.Indexers{
-		mailboxesByCluster: func(obj any) ([]string, error) {
-			if ws, ok := obj.(*tenancyv1alpha1.Workspace); ok && ws.Spec.Cluster != "" {
-				return []string{ws.Spec.Cluster}, nil
-			}
-			return nil, nil
-		},
-	})
+	c.mailboxes = mailbox.NewWorkspaceInformer(cfg.KCP, cfg.ESPW, resyncPeriod, mailboxesByCluster)
 
 	workloads, err := loadWorkloadResources()
 	if err != nil {
