@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -47,6 +48,9 @@ type Server struct {
 	KCP kcpclientset.ClusterInterface
 	// StartupTime is how long the server took to become ready (zero if not started here).
 	StartupTime time.Duration
+	// ProfilerAddress serves Go's /debug/pprof of the kcp process, without authentication, on
+	// loopback (empty if not started here).
+	ProfilerAddress string
 
 	dir     string
 	logPath string
@@ -120,15 +124,16 @@ func startServer() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	ports, err := FreePorts(3)
+	ports, err := FreePorts(4)
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{
-		dir:            dir,
-		logPath:        filepath.Join(dir, "kcp.log"),
-		KubeconfigPath: filepath.Join(dir, ".kcp", "admin.kubeconfig"),
-		exited:         make(chan struct{}),
+		dir:             dir,
+		logPath:         filepath.Join(dir, "kcp.log"),
+		KubeconfigPath:  filepath.Join(dir, ".kcp", "admin.kubeconfig"),
+		ProfilerAddress: "127.0.0.1:" + strconv.Itoa(ports[3]),
+		exited:          make(chan struct{}),
 	}
 	s.bin = kcpBin
 	s.args = []string{"start",
@@ -137,6 +142,7 @@ func startServer() (*Server, error) {
 		"--secure-port", strconv.Itoa(ports[0]),
 		"--embedded-etcd-client-port", strconv.Itoa(ports[1]),
 		"--embedded-etcd-peer-port", strconv.Itoa(ports[2]),
+		"--profiler-address", s.ProfilerAddress,
 	}
 	start := time.Now()
 	fmt.Fprintf(os.Stderr, "framework: starting kcp on 127.0.0.1:%d (log %s)\n", ports[0], s.logPath)
@@ -295,8 +301,12 @@ func (s *Server) printLogTail(n int) {
 		len(lines), s.logPath, strings.Join(lines, "\n"))
 }
 
-// FreePorts returns n distinct TCP ports that were free on 127.0.0.1 a moment ago.
+// FreePorts returns n distinct TCP ports that were free on 127.0.0.1 a moment ago, and that no
+// earlier call in this process returned, so that servers started at the same time get different
+// ports.
 func FreePorts(n int) ([]int, error) {
+	portsMu.Lock()
+	defer portsMu.Unlock()
 	var listeners []net.Listener
 	defer func() {
 		for _, l := range listeners {
@@ -304,16 +314,26 @@ func FreePorts(n int) ([]int, error) {
 		}
 	}()
 	ports := make([]int, 0, n)
-	for range n {
+	for len(ports) < n {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return nil, fmt.Errorf("finding a free port: %w", err)
 		}
 		listeners = append(listeners, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		port := l.Addr().(*net.TCPAddr).Port
+		if portsGiven[port] {
+			continue
+		}
+		portsGiven[port] = true
+		ports = append(ports, port)
 	}
 	return ports, nil
 }
+
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{}
+)
 
 // RepoFile returns the path of a file of this repository, found from the working directory.
 func RepoFile(elems ...string) (string, error) {

@@ -30,7 +30,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -486,8 +485,8 @@ func run(c config, jsonOut string) error {
 		res.AffectedPlacementsPerChange = float64(affectedTotal) / float64(changes)
 		sorted := append([]float64(nil), res.ChangeSeconds...)
 		sort.Float64s(sorted)
-		res.ChangeP50Seconds = percentile(sorted, 0.50)
-		res.ChangeP90Seconds = percentile(sorted, 0.90)
+		res.ChangeP50Seconds = framework.Percentile(sorted, 0.50)
+		res.ChangeP90Seconds = framework.Percentile(sorted, 0.90)
 		res.ChangeMaxSeconds = sorted[len(sorted)-1]
 		res.SliceWritesToConvergenceMean, res.SliceWritesToConvergenceMax = meanMax(sliceToConv)
 		res.SliceWritesPerChangeMean, res.SliceWritesPerChangeMax = meanMax(slicePerStep)
@@ -775,12 +774,6 @@ func progress(what string, created *atomic.Int64, total int) (stop func()) {
 		}
 	}()
 	return func() { close(done); <-finished }
-}
-
-// percentile is the nearest-rank percentile of sorted values.
-func percentile(sorted []float64, p float64) float64 {
-	i := int(math.Ceil(p*float64(len(sorted)))) - 1
-	return sorted[max(0, min(i, len(sorted)-1))]
 }
 
 func meanMax(v []int) (float64, int) {
