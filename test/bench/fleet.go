@@ -219,7 +219,7 @@ func (f *fleet) setUpDestinations(ctx context.Context, fig *setupFigures) error 
 		defer wg.Done()
 		pclustersErr = framework.ForEach(c.N, c.Parallel, func(i int) error {
 			d := f.dests[i]
-			pctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+			pctx, cancel := context.WithTimeout(ctx, stall)
 			defer cancel()
 			p, err := framework.CreateLogicalPCluster(pctx, f.edge, d.name, logicalcluster.NewPath("root").Join("pc-"+d.name),
 				framework.LogicalPClusterOptions{Type: lean, CRDs: []string{pclusterCRD}, KubeconfigDir: f.dir})
@@ -242,7 +242,7 @@ func (f *fleet) setUpDestinations(ctx context.Context, fig *setupFigures) error 
 	if err != nil {
 		return err
 	}
-	deadline := start.Add(time.Duration(c.N)*3*time.Second + 5*time.Minute)
+	lastReady, lastChange := -1, time.Now()
 	for {
 		ready, err := countReadyMailboxes(ctx, imw)
 		if err != nil {
@@ -259,8 +259,11 @@ func (f *fleet) setUpDestinations(ctx context.Context, fig *setupFigures) error 
 		if ready == c.N {
 			break
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("only %d of %d mailboxes ready after %s (edge-controller-manager's log: %s)", ready, c.N, time.Since(start).Round(time.Second), f.ecm.LogPath())
+		if ready > lastReady {
+			lastReady, lastChange = ready, time.Now()
+		} else if time.Since(lastChange) >= stall {
+			return fmt.Errorf("only %d of %d mailboxes ready after %s, none more for %s (edge-controller-manager's log: %s)",
+				ready, c.N, time.Since(start).Round(time.Second), stall, f.ecm.LogPath())
 		}
 		select {
 		case <-ctx.Done():
@@ -371,7 +374,7 @@ func (f *fleet) startSyncers(ctx context.Context) error {
 		return err
 	}
 	say("syncers: %d syncers started in one process (log %s); waiting until all are ready", len(specs), f.syncers.LogPath())
-	timeout := 5*time.Minute + time.Duration(len(specs))*200*time.Millisecond
+	timeout := stall + time.Duration(len(specs))*time.Second
 	stopProgress := every(10*time.Second, func() string {
 		_, body, _ := framework.Readyz(f.syncersAddress)
 		return "syncers: " + body
@@ -416,18 +419,5 @@ func (f *fleet) destinationsOf(j int) []int {
 
 // every says what() on stderr every interval until the returned stop is called.
 func every(interval time.Duration, what func() string) (stop func()) {
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		for {
-			select {
-			case <-done:
-				return
-			case <-time.After(interval):
-				say("%s", what())
-			}
-		}
-	}()
-	return func() { close(done); <-finished }
+	return framework.Every(interval, func() { say("%s", what()) })
 }

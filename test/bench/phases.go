@@ -131,17 +131,31 @@ func (a cpuSample) since(b cpuSample) cpuSample {
 	return cpuSample{a.controller - b.controller, a.syncers - b.syncers, a.centerKCP - b.centerKCP, a.edgeKCP - b.edgeKCP, a.bench - b.bench}
 }
 
-// await waits for ch, at most timeout, saying progress() every 10 s.
-func await(ctx context.Context, ch <-chan time.Time, timeout time.Duration, what string, progress func() string) (time.Time, error) {
-	stop := every(10*time.Second, progress)
-	defer stop()
-	select {
-	case at := <-ch:
-		return at, nil
-	case <-ctx.Done():
-		return time.Time{}, ctx.Err()
-	case <-time.After(timeout):
-		return time.Time{}, fmt.Errorf("%s: not done after %s: %s", what, timeout, progress())
+// stall is how long a phase may go without progress before the benchmark gives up on it. The
+// machine may be shared and slow: a phase that still moves is waited for.
+const stall = 5 * time.Minute
+
+// await waits for ch, saying progress's message every 10 s. It gives up when progress's count
+// has not grown for patience.
+func await(ctx context.Context, ch <-chan time.Time, patience time.Duration, what string, progress func() (int, string)) (time.Time, error) {
+	tick := time.NewTicker(10 * time.Second)
+	defer tick.Stop()
+	last, lastChange := -1, time.Now()
+	for {
+		select {
+		case at := <-ch:
+			return at, nil
+		case <-ctx.Done():
+			return time.Time{}, ctx.Err()
+		case now := <-tick.C:
+			count, msg := progress()
+			say("%s", msg)
+			if count > last {
+				last, lastChange = count, now
+			} else if now.Sub(lastChange) >= patience {
+				return time.Time{}, fmt.Errorf("%s: no progress for %s: %s", what, patience, msg)
+			}
+		}
 	}
 }
 
@@ -156,10 +170,10 @@ func (f *fleet) fanout(ctx context.Context, mailboxes, edges *view, fig *fanoutF
 	}
 	inMailboxes := mailboxes.await(func(v *view) bool { return v.present == fig.Copies })
 	atEdges := edges.await(func(v *view) bool { return v.complete == c.N })
-	progress := func() string {
+	progress := func() (int, string) {
 		mp, mc, _ := mailboxes.counts()
 		ep, ec, _ := edges.counts()
-		return fmt.Sprintf("fan-out: %d of %d copies in the mailboxes (%d complete), %d at the edges (%d complete)", mp, fig.Copies, mc, ep, ec)
+		return mp + ep, fmt.Sprintf("fan-out: %d of %d copies in the mailboxes (%d destinations complete), %d at the edges (%d complete)", mp, fig.Copies, mc, ep, ec)
 	}
 	var profiles <-chan error
 	if c.profileDir != "" {
@@ -173,13 +187,12 @@ func (f *fleet) fanout(ctx context.Context, mailboxes, edges *view, fig *fanoutF
 			return fmt.Errorf("creating EdgePlacement %s: %w", placementName(j), err)
 		}
 	}
-	timeout := 10*time.Minute + time.Duration(fig.Copies)*50*time.Millisecond
-	mailboxesAt, err := await(ctx, inMailboxes, timeout, "all copies in the mailboxes", progress)
+	mailboxesAt, err := await(ctx, inMailboxes, stall, "all copies in the mailboxes", progress)
 	if err != nil {
 		return err
 	}
 	say("fan-out: all %d copies in the mailboxes after %.1fs", fig.Copies, mailboxesAt.Sub(t0).Seconds())
-	edgesAt, err := await(ctx, atEdges, timeout, "all objects at the edges", progress)
+	edgesAt, err := await(ctx, atEdges, stall, "all objects at the edges", progress)
 	if err != nil {
 		return err
 	}
@@ -282,9 +295,9 @@ func (f *fleet) update(ctx context.Context, edges *view, fig *updateFigures) err
 	if _, err := deployments.Update(ctx, dep, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("updating Deployment %s/%s: %w", groupNamespace(0), deploymentName, err)
 	}
-	at, err := await(ctx, all, 5*time.Minute, "the new image at every edge", func() string {
+	at, err := await(ctx, all, stall, "the new image at every edge", func() (int, string) {
 		_, _, probed := edges.counts()
-		return fmt.Sprintf("update: %d of %d edges have the new image", probed, len(dests))
+		return probed, fmt.Sprintf("update: %d of %d edges have the new image", probed, len(dests))
 	})
 	if err != nil {
 		return err
@@ -307,7 +320,7 @@ func (f *fleet) status(ctx context.Context, placements *placementsView, fig *sta
 	name := placementName(0)
 	say("status: waiting (at most %s) for EdgePlacement %s's status.summary", timeout, name)
 	if _, err := await(ctx, placements.await(name, func(s *edgev1alpha1.DestinationCounts) bool { return s != nil }), timeout, "the summary",
-		func() string { return "status: EdgePlacement " + name + " has no status.summary yet" }); err != nil {
+		func() (int, string) { return 0, "status: EdgePlacement " + name + " has no status.summary yet" }); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -324,8 +337,8 @@ func (f *fleet) status(ctx context.Context, placements *placementsView, fig *sta
 		if err := makeDeploymentReady(ctx, d); err != nil {
 			return err
 		}
-		at, err := await(ctx, counted, timeout, "the summary", func() string {
-			return fmt.Sprintf("status: summary of %s is %+v, waiting for ready > %d", name, placements.summary(name), before)
+		at, err := await(ctx, counted, timeout, "the summary", func() (int, string) {
+			return 0, fmt.Sprintf("status: summary of %s is %+v, waiting for ready > %d", name, placements.summary(name), before)
 		})
 		if err != nil {
 			if ctx.Err() != nil {

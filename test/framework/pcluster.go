@@ -108,13 +108,17 @@ type LogicalPClusterOptions struct {
 // kcp s, with a default namespace and the CRDs of the Kubernetes workload kinds
 // (config/workload-crds), so that it serves Deployments, Services and the rest as a Kubernetes
 // cluster does, without controllers: status there is whatever its user writes. It waits until
-// the CRDs are established.
+// the CRDs are established; each wait may last until ctx's deadline, if it has one.
 func CreateLogicalPCluster(ctx context.Context, s *Server, name string, path logicalcluster.Path, opts LogicalPClusterOptions) (*PCluster, error) {
 	crds, err := workloadCRDs(opts.CRDs)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := (&workspaces.Ensurer{KCP: s.KCP}).WorkspaceOfType(ctx, path, opts.Type); err != nil {
+	timeout := workspaces.DefaultTimeout
+	if deadline, ok := ctx.Deadline(); ok {
+		timeout = time.Until(deadline)
+	}
+	if _, err := (&workspaces.Ensurer{KCP: s.KCP, Timeout: timeout}).WorkspaceOfType(ctx, path, opts.Type); err != nil {
 		return nil, fmt.Errorf("creating the edge workspace %s: %w", path, err)
 	}
 	cfg := s.ConfigFor(path)
@@ -133,7 +137,7 @@ func CreateLogicalPCluster(ctx context.Context, s *Server, name string, path log
 		}
 	}
 	for _, crd := range crds {
-		if err := workspaces.Poll(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		if err := workspaces.Poll(ctx, timeout, func(ctx context.Context) (bool, error) {
 			u, err := client.Resource(crdsGVR).Get(ctx, crd.GetName(), metav1.GetOptions{})
 			if err != nil {
 				return false, nil

@@ -1,7 +1,6 @@
 package framework
 
 import (
-	"bufio"
 	"math"
 	"os"
 	"strconv"
@@ -34,24 +33,6 @@ func LoadAverage() [3]float64 {
 // Memory returns the machine's total and available memory in bytes (/proc/meminfo), zero if
 // they cannot be read.
 func Memory() (total, available int64) {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 0, 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 2 {
-			continue
-		}
-		kb, _ := strconv.ParseInt(fields[1], 10, 64)
-		switch fields[0] {
-		case "MemTotal:":
-			total = kb * 1024
-		case "MemAvailable:":
-			available = kb * 1024
-		}
-	}
-	return total, available
+	v, _ := procSizes("/proc/meminfo", "MemTotal", "MemAvailable")
+	return v["MemTotal"], v["MemAvailable"]
 }

@@ -757,23 +757,15 @@ func (t *tracker) summary(expected map[string]int) string {
 // progress says every 5 s how many of total objects are created, until the returned func runs.
 func progress(what string, created *atomic.Int64, total int) (stop func()) {
 	start := time.Now()
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		for {
-			select {
-			case <-done:
-				n := created.Load()
-				say("%s: %d of %d objects created in %.1fs (%.0f objects/s)", what, n, total, time.Since(start).Seconds(), float64(n)/time.Since(start).Seconds())
-				return
-			case <-time.After(5 * time.Second):
-				n := created.Load()
-				say("%s: %d of %d objects created (%.0f objects/s)", what, n, total, float64(n)/time.Since(start).Seconds())
-			}
-		}
-	}()
-	return func() { close(done); <-finished }
+	stopTicks := framework.Every(5*time.Second, func() {
+		n := created.Load()
+		say("%s: %d of %d objects created (%.0f objects/s)", what, n, total, float64(n)/time.Since(start).Seconds())
+	})
+	return func() {
+		stopTicks()
+		n := created.Load()
+		say("%s: %d of %d objects created in %.1fs (%.0f objects/s)", what, n, total, time.Since(start).Seconds(), float64(n)/time.Since(start).Seconds())
+	}
 }
 
 func meanMax(v []int) (float64, int) {
