@@ -56,7 +56,8 @@ func TestSmallFleet(t *testing.T) {
 		"fanout": {"copies": positive, "mailboxSeconds": positive, "mailboxObjectsPerSecond": positive, "mailboxRatioToRaw": positive,
 			"mailboxPerDestinationP50Seconds": positive, "mailboxPerDestinationP99Seconds": positive, "edgeSeconds": positive,
 			"edgeRatioToRaw": positive, "edgePerDestinationP50Seconds": positive, "edgePerDestinationP99Seconds": positive,
-			"controllerCPUSeconds": anything, "syncersCPUSeconds": anything, "centerKCPCPUSeconds": positive, "edgeKCPCPUSeconds": positive, "benchCPUSeconds": anything},
+			"controllerCPUSeconds": anything, "syncersCPUSeconds": anything, "centerKCPCPUSeconds": positive, "edgeKCPCPUSeconds": positive, "benchCPUSeconds": anything,
+			"centerKCPRequests": anything, "edgeKCPRequests": anything},
 		"update": {"destinations": positive, "p50Seconds": positive, "p90Seconds": positive, "p99Seconds": positive, "maxSeconds": positive},
 		"status": {"destinations": positive, "measured": anything, "notMeasured": anything, "p50Seconds": anything, "p99Seconds": anything, "maxSeconds": anything},
 		"idle":   {"windowSeconds": positive, "controllerCPUPercent": anything, "syncersCPUPercent": anything, "centerKCPCPUPercent": anything, "edgeKCPCPUPercent": anything},
@@ -92,10 +93,16 @@ func TestSmallFleet(t *testing.T) {
 	} else if why, _ := status["notMeasured"].(string); why == "" || status["p50Seconds"] != nil {
 		t.Errorf("status was not measured but says neither why nor null figures: %v", status)
 	}
+	// What the center kcp served during the fan-out names the copies' resources.
+	if requests, _ := got["fanout"]["centerKCPRequests"].([]any); len(requests) == 0 {
+		t.Errorf("fanout.centerKCPRequests is empty: kcp's request counters were not read")
+	}
 	// The profiles of -profile.
-	for _, name := range []string{"kcp-center", "kcp-edge", "syncers"} {
-		if st, err := os.Stat(filepath.Join(c.profileDir, name+".cpu.pprof")); err != nil || st.Size() == 0 {
-			t.Errorf("no CPU profile of %s: %v", name, err)
+	for _, phase := range []string{"fanout", "idle"} {
+		for _, name := range []string{"kcp-center", "kcp-edge", "syncers"} {
+			if st, err := os.Stat(filepath.Join(c.profileDir, name+"-"+phase+".cpu.pprof")); err != nil || st.Size() == 0 {
+				t.Errorf("no CPU profile of %s during the %s: %v", name, phase, err)
+			}
 		}
 	}
 }

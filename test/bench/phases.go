@@ -177,9 +177,10 @@ func (f *fleet) fanout(ctx context.Context, mailboxes, edges *view, fig *fanoutF
 	}
 	var profiles <-chan error
 	if c.profileDir != "" {
-		profiles = f.takeProfiles(ctx)
+		profiles = f.takeProfiles(ctx, "fanout", c.ProfileSeconds)
 	}
 	say("fan-out: creating %d EdgePlacements for %d destinations, %d objects each", c.P, c.N, c.K)
+	centerRequests, edgeRequests := startCounting(ctx, f.center), startCounting(ctx, f.edge)
 	cpu0 := f.cpu()
 	t0 := time.Now()
 	for j := range c.P {
@@ -197,6 +198,8 @@ func (f *fleet) fanout(ctx context.Context, mailboxes, edges *view, fig *fanoutF
 		return err
 	}
 	cpu := f.cpu().since(cpu0)
+	fig.CenterKCPRequests = centerRequests.top(ctx, edgesAt.Sub(t0).Seconds())
+	fig.EdgeKCPRequests = edgeRequests.top(ctx, edgesAt.Sub(t0).Seconds())
 	say("fan-out: all %d objects at the edges after %.1fs", fig.Copies, edgesAt.Sub(t0).Seconds())
 	fig.MailboxSeconds = mailboxesAt.Sub(t0).Seconds()
 	fig.MailboxObjectsPerSecond = float64(fig.Copies) / fig.MailboxSeconds
@@ -216,8 +219,9 @@ func (f *fleet) fanout(ctx context.Context, mailboxes, edges *view, fig *fanoutF
 }
 
 // takeProfiles takes CPU profiles of both kcp servers and of the syncers' process at once, for
-// -profile-seconds, into -profile; the channel receives their errors when all are done.
-func (f *fleet) takeProfiles(ctx context.Context) <-chan error {
+// the given seconds, into -profile, named after the phase; the channel receives their errors
+// when all are done.
+func (f *fleet) takeProfiles(ctx context.Context, phase string, seconds int) <-chan error {
 	c := f.cfg
 	targets := []struct{ name, address string }{
 		{"kcp-center", f.center.ProfilerAddress},
@@ -229,13 +233,13 @@ func (f *fleet) takeProfiles(ctx context.Context) <-chan error {
 		done <- err
 		return done
 	}
-	say("profiles: taking %ds CPU profiles of both kcp servers and the syncers into %s", c.ProfileSeconds, c.profileDir)
+	say("profiles: taking %ds CPU profiles of both kcp servers and the syncers into %s", seconds, c.profileDir)
 	go func() {
 		errs := make([]error, len(targets))
 		_ = framework.ForEach(len(targets), len(targets), func(i int) error {
 			t := targets[i]
-			errs[i] = saveProfile(ctx, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", t.address, c.ProfileSeconds),
-				filepath.Join(c.profileDir, t.name+".cpu.pprof"))
+			errs[i] = saveProfile(ctx, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", t.address, seconds),
+				filepath.Join(c.profileDir, t.name+"-"+phase+".cpu.pprof"))
 			return nil
 		})
 		done <- errors.Join(errs...)
@@ -396,12 +400,23 @@ func (f *fleet) measureIdle(ctx context.Context, fig *idleFigures) error {
 	if err := sleep(ctx, settle); err != nil {
 		return err
 	}
+	var profiles <-chan error
+	if f.cfg.profileDir != "" {
+		profiles = f.takeProfiles(ctx, "idle", min(f.cfg.ProfileSeconds, int(f.cfg.idle.Seconds())))
+	}
+	centerRequests, edgeRequests := startCounting(ctx, f.center), startCounting(ctx, f.edge)
 	cpu0, t0 := f.cpu(), time.Now()
 	if err := sleep(ctx, f.cfg.idle); err != nil {
 		return err
 	}
 	cpu, window := f.cpu().since(cpu0), time.Since(t0).Seconds()
 	fig.WindowSeconds = window
+	fig.CenterKCPRequests, fig.EdgeKCPRequests = centerRequests.top(ctx, window), edgeRequests.top(ctx, window)
+	if profiles != nil {
+		if err := <-profiles; err != nil {
+			say("profiles: %v", err)
+		}
+	}
 	percent := func(s float64) float64 { return 100 * s / window }
 	fig.ControllerCPUPercent, fig.SyncersCPUPercent = percent(cpu.controller), percent(cpu.syncers)
 	fig.CenterKCPCPUPercent, fig.EdgeKCPCPUPercent = percent(cpu.centerKCP), percent(cpu.edgeKCP)

@@ -87,6 +87,9 @@ type fanoutFigures struct {
 	CenterKCPCPUSeconds  float64 `json:"centerKCPCPUSeconds"`
 	EdgeKCPCPUSeconds    float64 `json:"edgeKCPCPUSeconds"`
 	BenchCPUSeconds      float64 `json:"benchCPUSeconds"`
+	// The most frequent requests each kcp served during the fan-out.
+	CenterKCPRequests []requestRate `json:"centerKCPRequests"`
+	EdgeKCPRequests   []requestRate `json:"edgeKCPRequests"`
 }
 
 // updateFigures: one workload object edited, the time until each destination's edge has it.
@@ -118,6 +121,9 @@ type idleFigures struct {
 	SyncersCPUPercent   float64 `json:"syncersCPUPercent"`
 	CenterKCPCPUPercent float64 `json:"centerKCPCPUPercent"`
 	EdgeKCPCPUPercent   float64 `json:"edgeKCPCPUPercent"`
+	// The most frequent requests each kcp served while idle.
+	CenterKCPRequests []requestRate `json:"centerKCPRequests"`
+	EdgeKCPRequests   []requestRate `json:"edgeKCPRequests"`
 }
 
 // memoryFigures: resident set sizes after the fan-out, update and status phases.
@@ -164,6 +170,8 @@ func printTable(w io.Writer, r *result) {
 	fmt.Fprintf(w, "| fan-out: one destination complete at its edge, p50 / p99 | %.1f / %.1f s | |\n", f.EdgeP50Seconds, f.EdgeP99Seconds)
 	fmt.Fprintf(w, "| CPU during the fan-out: controllers / syncers / center kcp / edge kcp / bench | %.1f / %.1f / %.1f / %.1f / %.1f s | |\n",
 		f.ControllerCPUSeconds, f.SyncersCPUSeconds, f.CenterKCPCPUSeconds, f.EdgeKCPCPUSeconds, f.BenchCPUSeconds)
+	fmt.Fprintf(w, "| requests the center kcp served during the fan-out, most frequent | %s | |\n", describeRequests(f.CenterKCPRequests, false))
+	fmt.Fprintf(w, "| requests the edge kcp served during the fan-out, most frequent | %s | |\n", describeRequests(f.EdgeKCPRequests, false))
 	u := r.Update
 	fmt.Fprintf(w, "| update: one object edited to its %d edges, p50 / p90 / p99 / max | %.2f / %.2f / %.2f / %.2f s | p90 < 5 s |\n", u.Destinations, u.P50Seconds, u.P90Seconds, u.P99Seconds, u.MaxSeconds)
 	if st := r.Status; st.Measured {
@@ -175,6 +183,8 @@ func printTable(w io.Writer, r *result) {
 	i := r.Idle
 	fmt.Fprintf(w, "| idle %.0f s: CPU of edge-controller-manager / the syncers' process (all %d) | %.1f%% / %.1f%% of a core | < 5%% each |\n", i.WindowSeconds, c.N, i.ControllerCPUPercent, i.SyncersCPUPercent)
 	fmt.Fprintf(w, "| idle %.0f s: CPU of the center kcp / the edge kcp | %.1f%% / %.1f%% of a core | |\n", i.WindowSeconds, i.CenterKCPCPUPercent, i.EdgeKCPCPUPercent)
+	fmt.Fprintf(w, "| idle: requests the center kcp served, most frequent | %s | |\n", describeRequests(i.CenterKCPRequests, true))
+	fmt.Fprintf(w, "| idle: requests the edge kcp served, most frequent | %s | |\n", describeRequests(i.EdgeKCPRequests, true))
 	m := r.Memory
 	fmt.Fprintf(w, "| edge-controller-manager RSS, peak | %.0f MB, %.0f MB | < 300 MB |\n", m.ControllerRSSMB, m.ControllerPeakRSSMB)
 	fmt.Fprintf(w, "| syncers' process RSS, per syncer | %.0f MB, %.1f MB | |\n", m.SyncersRSSMB, m.SyncersRSSPerSyncerMB)

@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -177,6 +178,43 @@ func (s *Server) startProcess() error {
 		close(exited)
 	}()
 	return s.waitReady()
+}
+
+// shardAdminContext is the context of kcp's generated admin kubeconfig whose user is in
+// system:masters; kcp-admin, the user of its other contexts, may not read /metrics.
+const shardAdminContext = "system:admin"
+
+// Metrics returns kcp's Prometheus metrics (GET /metrics), read with the shard admin's
+// credentials from the admin kubeconfig.
+func (s *Server) Metrics(ctx context.Context) (string, error) {
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		&clientcmd.ClientConfigLoadingRules{ExplicitPath: s.KubeconfigPath},
+		&clientcmd.ConfigOverrides{CurrentContext: shardAdminContext}).ClientConfig()
+	if err != nil {
+		return "", fmt.Errorf("loading the context %s of %s: %w", shardAdminContext, s.KubeconfigPath, err)
+	}
+	base, _ := workspaces.Split(cfg)
+	client, err := rest.HTTPClientFor(base)
+	if err != nil {
+		return "", err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base.Host+"/metrics", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET /metrics: %s", resp.Status)
+	}
+	return string(body), nil
 }
 
 // Kill ends the kcp process at once, as a crash or power loss would; its data stays.
