@@ -21,7 +21,7 @@ type requestRate struct {
 }
 
 // topRequests is how many kinds of request a phase reports, the most frequent first.
-const topRequests = 8
+const topRequests = 12
 
 // requestCounter samples a kcp server's request counters, to say what a phase asked of it.
 type requestCounter struct {
