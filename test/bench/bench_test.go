@@ -52,7 +52,7 @@ func TestSmallFleet(t *testing.T) {
 		"setup": {"kcpStartSeconds": positive, "centerSeconds": positive, "locationsSeconds": positive, "mailboxesSeconds": positive,
 			"pclustersSeconds": positive, "credentialsSeconds": positive, "syncersSeconds": anything, "workloadSeconds": positive, "totalSeconds": positive},
 		"raw": {"objects": positive, "parallelism": positive, "mailboxSeconds": positive, "mailboxObjectsPerSecond": positive,
-			"edgeSeconds": positive, "edgeObjectsPerSecond": positive},
+			"edgeSeconds": positive, "edgeObjectsPerSecond": positive, "mailboxCenterKCPCPUSeconds": positive, "edgeKCPCPUSeconds": positive},
 		"fanout": {"copies": positive, "mailboxSeconds": positive, "mailboxObjectsPerSecond": positive, "mailboxRatioToRaw": positive,
 			"mailboxPerDestinationP50Seconds": positive, "mailboxPerDestinationP99Seconds": positive, "edgeSeconds": positive,
 			"edgeRatioToRaw": positive, "edgePerDestinationP50Seconds": positive, "edgePerDestinationP99Seconds": positive,

@@ -467,14 +467,14 @@ func (f *fleet) raw(ctx context.Context, fig *rawFigures) error {
 		return err
 	}
 	objects := workloadObjects(rawNamespace, c.K, c.ObjectSize)
-	write := func(where string, clients []dynamic.Interface) (float64, error) {
+	write := func(where string, clients []dynamic.Interface) (float64, cpuSample, error) {
 		var done atomic.Int64
 		say("raw: writing %d objects into the %s, %d at a time", fig.Objects, where, c.Parallel)
 		stop := every(10*time.Second, func() string {
 			return fmt.Sprintf("raw: %d of %d objects into the %s", done.Load(), fig.Objects, where)
 		})
 		defer stop()
-		t0 := time.Now()
+		cpu0, t0 := f.cpu(), time.Now()
 		err := framework.ForEach(fig.Objects, c.Parallel, func(i int) error {
 			u := objects[i%c.K]
 			if _, err := clients[i/c.K].Resource(gvrOf(u)).Namespace(rawNamespace).Create(ctx, u.DeepCopy(), metav1.CreateOptions{}); err != nil {
@@ -483,19 +483,20 @@ func (f *fleet) raw(ctx context.Context, fig *rawFigures) error {
 			done.Add(1)
 			return nil
 		})
-		d := time.Since(t0).Seconds()
+		d, cpu := time.Since(t0).Seconds(), f.cpu().since(cpu0)
 		say("raw: %d objects into the %s in %.1fs (%.0f/s)", fig.Objects, where, d, float64(fig.Objects)/d)
-		return d, err
+		return d, cpu, err
 	}
 	var err error
-	if fig.MailboxSeconds, err = write("mailboxes", mailboxes); err != nil {
+	var cpu cpuSample
+	if fig.MailboxSeconds, cpu, err = write("mailboxes", mailboxes); err != nil {
 		return err
 	}
-	fig.MailboxObjectsPerSecond = float64(fig.Objects) / fig.MailboxSeconds
-	if fig.EdgeSeconds, err = write("pclusters", pclusters); err != nil {
+	fig.MailboxObjectsPerSecond, fig.MailboxCenterKCPCPUSeconds = float64(fig.Objects)/fig.MailboxSeconds, cpu.centerKCP
+	if fig.EdgeSeconds, cpu, err = write("pclusters", pclusters); err != nil {
 		return err
 	}
-	fig.EdgeObjectsPerSecond = float64(fig.Objects) / fig.EdgeSeconds
+	fig.EdgeObjectsPerSecond, fig.EdgeKCPCPUSeconds = float64(fig.Objects)/fig.EdgeSeconds, cpu.edgeKCP
 	return nil
 }
 
