@@ -63,6 +63,16 @@ import (
 // FieldManager is the field manager of the syncer's writes into its mailbox.
 const FieldManager = "edge-syncer"
 
+// The request rates of edge-syncer's clients unless its flags say otherwise: sustained requests
+// per second and bursts, to the mailbox (the center) and to the edge cluster. Config takes its
+// rest.Configs as given, so a program that runs syncers sets these itself.
+const (
+	DefaultMailboxQPS   = 20
+	DefaultMailboxBurst = 40
+	DefaultEdgeQPS      = 50
+	DefaultEdgeBurst    = 100
+)
+
 var syncerConfigGVR = edgev1alpha1.SchemeGroupVersion.WithResource("syncerconfigs")
 
 // Config configures a Syncer.

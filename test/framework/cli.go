@@ -41,7 +41,12 @@ func RemoveCommands() {
 
 // BuildCommands builds edge-mc's commands (./cmd/...) of this tree into a new temporary
 // directory, and returns it; the caller removes it.
-func BuildCommands() (string, error) {
+func BuildCommands() (string, error) { return BuildPackages("./cmd/...") }
+
+// BuildPackages builds the given main packages of this tree (patterns relative to the
+// repository's root, such as ./cmd/...) into a new temporary directory, each binary named after
+// its package's directory, and returns the directory; the caller removes it.
+func BuildPackages(patterns ...string) (string, error) {
 	root, err := RepoFile()
 	if err != nil {
 		return "", err
@@ -50,11 +55,11 @@ func BuildCommands() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cmd := exec.Command("go", "build", "-o", dir+string(os.PathSeparator), "./cmd/...")
+	cmd := exec.Command("go", append([]string{"build", "-o", dir + string(os.PathSeparator)}, patterns...)...)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		os.RemoveAll(dir)
-		return "", fmt.Errorf("go build ./cmd/...: %v\n%s", err, out)
+		return "", fmt.Errorf("go build %s: %v\n%s", strings.Join(patterns, " "), err, out)
 	}
 	return dir, nil
 }

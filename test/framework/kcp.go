@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -23,6 +24,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -47,6 +49,9 @@ type Server struct {
 	KCP kcpclientset.ClusterInterface
 	// StartupTime is how long the server took to become ready (zero if not started here).
 	StartupTime time.Duration
+	// ProfilerAddress serves Go's /debug/pprof of the kcp process, without authentication, on
+	// loopback (empty if not started here).
+	ProfilerAddress string
 
 	dir     string
 	logPath string
@@ -121,15 +126,16 @@ func startServer() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	ports, err := FreePorts(3)
+	ports, err := FreePorts(4)
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{
-		dir:            dir,
-		logPath:        filepath.Join(dir, "kcp.log"),
-		KubeconfigPath: filepath.Join(dir, ".kcp", "admin.kubeconfig"),
-		exited:         make(chan struct{}),
+		dir:             dir,
+		logPath:         filepath.Join(dir, "kcp.log"),
+		KubeconfigPath:  filepath.Join(dir, ".kcp", "admin.kubeconfig"),
+		ProfilerAddress: "127.0.0.1:" + strconv.Itoa(ports[3]),
+		exited:          make(chan struct{}),
 	}
 	s.bin = kcpBin
 	s.args = []string{"start",
@@ -138,6 +144,7 @@ func startServer() (*Server, error) {
 		"--secure-port", strconv.Itoa(ports[0]),
 		"--embedded-etcd-client-port", strconv.Itoa(ports[1]),
 		"--embedded-etcd-peer-port", strconv.Itoa(ports[2]),
+		"--profiler-address", s.ProfilerAddress,
 	}
 	start := time.Now()
 	fmt.Fprintf(os.Stderr, "framework: starting kcp on 127.0.0.1:%d (log %s)\n", ports[0], s.logPath)
@@ -172,6 +179,43 @@ func (s *Server) startProcess() error {
 		close(exited)
 	}()
 	return s.waitReady()
+}
+
+// shardAdminContext is the context of kcp's generated admin kubeconfig whose user is in
+// system:masters; kcp-admin, the user of its other contexts, may not read /metrics.
+const shardAdminContext = "system:admin"
+
+// Metrics returns kcp's Prometheus metrics (GET /metrics), read with the shard admin's
+// credentials from the admin kubeconfig.
+func (s *Server) Metrics(ctx context.Context) (string, error) {
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		&clientcmd.ClientConfigLoadingRules{ExplicitPath: s.KubeconfigPath},
+		&clientcmd.ConfigOverrides{CurrentContext: shardAdminContext}).ClientConfig()
+	if err != nil {
+		return "", fmt.Errorf("loading the context %s of %s: %w", shardAdminContext, s.KubeconfigPath, err)
+	}
+	base, _ := workspaces.Split(cfg)
+	client, err := rest.HTTPClientFor(base)
+	if err != nil {
+		return "", err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base.Host+"/metrics", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET /metrics: %s", resp.Status)
+	}
+	return string(body), nil
 }
 
 // Kill ends the kcp process at once, as a crash or power loss would; its data stays.
@@ -296,8 +340,12 @@ func (s *Server) printLogTail(n int) {
 		len(lines), s.logPath, strings.Join(lines, "\n"))
 }
 
-// FreePorts returns n distinct TCP ports that were free on 127.0.0.1 a moment ago.
+// FreePorts returns n distinct TCP ports that were free on 127.0.0.1 a moment ago, and that no
+// earlier call in this process returned, so that servers started at the same time get different
+// ports.
 func FreePorts(n int) ([]int, error) {
+	portsMu.Lock()
+	defer portsMu.Unlock()
 	var listeners []net.Listener
 	defer func() {
 		for _, l := range listeners {
@@ -305,16 +353,26 @@ func FreePorts(n int) ([]int, error) {
 		}
 	}()
 	ports := make([]int, 0, n)
-	for range n {
+	for len(ports) < n {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return nil, fmt.Errorf("finding a free port: %w", err)
 		}
 		listeners = append(listeners, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		port := l.Addr().(*net.TCPAddr).Port
+		if portsGiven[port] {
+			continue
+		}
+		portsGiven[port] = true
+		ports = append(ports, port)
 	}
 	return ports, nil
 }
+
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{}
+)
 
 // RepoFile returns the path of a file of this repository, found from the working directory.
 func RepoFile(elems ...string) (string, error) {

@@ -7,19 +7,23 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	tenancyv1alpha1 "github.com/kcp-dev/kcp/sdk/apis/tenancy/v1alpha1"
 	"github.com/kcp-dev/logicalcluster/v3"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kcp-dev/edge-mc/pkg/workspaces"
 )
@@ -69,10 +73,8 @@ func stopEdgeKCP() {
 	}
 }
 
-// NewLogicalPCluster makes a simulated edge cluster: a fresh workspace of the edge kcp with the
-// CRDs of the Kubernetes workload kinds (config/workload-crds), so that it serves Deployments,
-// Services and the rest as a Kubernetes cluster does, without controllers: status there is
-// whatever the test writes.
+// NewLogicalPCluster makes a simulated edge cluster for a test: a fresh workspace of the edge kcp
+// (see CreateLogicalPCluster), with every workload CRD.
 func NewLogicalPCluster(t testing.TB, name string) *PCluster {
 	t.Helper()
 	s := EdgeKCP(t)
@@ -81,33 +83,161 @@ func NewLogicalPCluster(t testing.TB, name string) *PCluster {
 	path := logicalcluster.NewPath("root").Join("edge-" + name + "-" + hex.EncodeToString(suffix))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if _, err := (&workspaces.Ensurer{KCP: s.KCP}).Workspace(ctx, path); err != nil {
-		t.Fatalf("creating the edge workspace %s: %v", path, err)
-	}
-	dir, err := RepoFile("config", "workload-crds")
+	p, err := CreateLogicalPCluster(ctx, s, name, path, LogicalPClusterOptions{KubeconfigDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	kubeconfig := filepath.Join(t.TempDir(), "edge-"+name+".kubeconfig")
+	t.Logf("edge cluster %s: logical cluster %s of the edge kcp", name, path)
+	return p
+}
+
+// LogicalPClusterOptions shape a logical-cluster edge cluster.
+type LogicalPClusterOptions struct {
+	// Type is the WorkspaceType of its workspace; nil takes the parent's default type.
+	// PClusterWorkspaceType makes a lean one.
+	Type *tenancyv1alpha1.WorkspaceTypeReference
+	// CRDs are the files of config/workload-crds to install, such as "deployments.apps.yaml"; nil
+	// installs them all. Each CRD costs the edge kcp memory in every workspace that has it (about
+	// 10 MB for Deployments, whose schema holds the whole pod template).
+	CRDs []string
+	// KubeconfigDir is the directory its kubeconfig file is written into.
+	KubeconfigDir string
+}
+
+// CreateLogicalPCluster makes a simulated edge cluster named name: the workspace at path of the
+// kcp s, with a default namespace and the CRDs of the Kubernetes workload kinds
+// (config/workload-crds), so that it serves Deployments, Services and the rest as a Kubernetes
+// cluster does, without controllers: status there is whatever its user writes. It waits until
+// the CRDs are established; each wait may last until ctx's deadline, if it has one.
+func CreateLogicalPCluster(ctx context.Context, s *Server, name string, path logicalcluster.Path, opts LogicalPClusterOptions) (*PCluster, error) {
+	crds, err := workloadCRDs(opts.CRDs)
+	if err != nil {
+		return nil, err
+	}
+	timeout := workspaces.DefaultTimeout
+	if deadline, ok := ctx.Deadline(); ok {
+		timeout = time.Until(deadline)
+	}
+	if _, err := (&workspaces.Ensurer{KCP: s.KCP, Timeout: timeout}).WorkspaceOfType(ctx, path, opts.Type); err != nil {
+		return nil, fmt.Errorf("creating the edge workspace %s: %w", path, err)
+	}
+	cfg := s.ConfigFor(path)
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	// kcp makes a default namespace only in workspaces of its own types.
+	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "default"}}}
+	if _, err := client.Resource(namespacesGVR).Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating the default namespace in %s: %w", path, err)
+	}
+	for _, crd := range crds {
+		if _, err := client.Resource(crdsGVR).Create(ctx, crd.DeepCopy(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("installing the workload CRD %s into %s: %w", crd.GetName(), path, err)
+		}
+	}
+	for _, crd := range crds {
+		if err := workspaces.Poll(ctx, timeout, func(ctx context.Context) (bool, error) {
+			u, err := client.Resource(crdsGVR).Get(ctx, crd.GetName(), metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			return conditionTrue(u, "Established"), nil
+		}, "the CRD %s in %s to be established", crd.GetName(), path); err != nil {
+			return nil, err
+		}
+	}
 	raw, err := clientcmd.LoadFromFile(s.KubeconfigPath)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	for _, c := range raw.Clusters {
 		c.Server = s.ServerURL(path)
 	}
+	kubeconfig := filepath.Join(opts.KubeconfigDir, "edge-"+name+".kubeconfig")
 	if err := clientcmd.WriteToFile(*raw, kubeconfig); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	out, err := runKubectl(ctx, kubeconfig, "", "apply", "-f", dir)
+	return &PCluster{Name: name, KubeconfigPath: kubeconfig, Config: cfg}, nil
+}
+
+// PClusterWorkspaceType makes sure the kcp s has the WorkspaceType pclusterTypeName in root, with
+// no default APIBindings, and returns a reference to it. A workspace of that type costs kcp the
+// least memory: kcp's own types bind tenancy.kcp.io and topology.kcp.io in every workspace.
+func PClusterWorkspaceType(ctx context.Context, s *Server) (*tenancyv1alpha1.WorkspaceTypeReference, error) {
+	root := logicalcluster.NewPath("root")
+	client := s.KCP.Cluster(root).TenancyV1alpha1().WorkspaceTypes()
+	_, err := client.Create(ctx, &tenancyv1alpha1.WorkspaceType{ObjectMeta: metav1.ObjectMeta{Name: pclusterTypeName}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating the WorkspaceType %s in root: %w", pclusterTypeName, err)
+	}
+	return &tenancyv1alpha1.WorkspaceTypeReference{Name: pclusterTypeName, Path: root.String()}, nil
+}
+
+// pclusterTypeName names the lean WorkspaceType of PClusterWorkspaceType.
+const pclusterTypeName = "edge-pcluster"
+
+var (
+	namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	crdsGVR       = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+)
+
+// allWorkloadCRDs reads config/workload-crds once: file name to CRD.
+var allWorkloadCRDs = sync.OnceValues(func() (map[string]*unstructured.Unstructured, error) {
+	dir, err := RepoFile("config", "workload-crds")
 	if err != nil {
-		t.Fatalf("installing the workload CRDs into %s: %v\n%s", path, err, out)
+		return nil, err
 	}
-	if out, err := runKubectl(ctx, kubeconfig, "", "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"); err != nil {
-		t.Fatalf("waiting for the workload CRDs in %s: %v\n%s", path, err, out)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
 	}
-	t.Logf("edge cluster %s: logical cluster %s of the edge kcp", name, path)
-	return &PCluster{Name: name, KubeconfigPath: kubeconfig, Config: s.ConfigFor(path)}
+	crds := map[string]*unstructured.Unstructured{}
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".yaml") {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(raw, &u.Object); err != nil {
+			return nil, fmt.Errorf("reading %s: %w", e.Name(), err)
+		}
+		crds[e.Name()] = u
+	}
+	return crds, nil
+})
+
+// workloadCRDs returns the CRDs of the given files of config/workload-crds, or all of them for
+// nil, sorted by file name.
+func workloadCRDs(files []string) ([]*unstructured.Unstructured, error) {
+	all, err := allWorkloadCRDs()
+	if err != nil {
+		return nil, err
+	}
+	if files == nil {
+		for name := range all {
+			files = append(files, name)
+		}
+		sort.Strings(files)
+	}
+	var crds []*unstructured.Unstructured
+	for _, name := range files {
+		crd, ok := all[name]
+		if !ok {
+			return nil, fmt.Errorf("config/workload-crds has no %s", name)
+		}
+		crds = append(crds, crd)
+	}
+	return crds, nil
+}
+
+// conditionTrue says whether the object's status.conditions has the given type with status True.
+func conditionTrue(u *unstructured.Unstructured, condType string) bool {
+	status, _, _ := ConditionStatus(u, condType)
+	return status == metav1.ConditionTrue
 }
 
 // Syncer is an edge-syncer process.
@@ -139,12 +269,6 @@ func StartSyncer(t testing.TB, espw, imw logicalcluster.Path, syncTarget string,
 		"--http-address", addr, "-v=2",
 	}, extra...)
 	return &Syncer{Process: StartProcess(t, "edge-syncer", args...), HTTPAddress: addr, UID: uid}
-}
-
-// runKubectl runs kubectl with the given kubeconfig.
-func runKubectl(ctx context.Context, kubeconfig, stdin string, args ...string) (string, error) {
-	r := runCommand(ctx, stdin, []string{"KUBECONFIG=" + kubeconfig}, "kubectl", args...)
-	return r.Stdout + r.Stderr, r.Err
 }
 
 // GetObject reads one object, or returns nil if it does not exist.

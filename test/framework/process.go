@@ -1,7 +1,9 @@
 package framework
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,23 +16,104 @@ import (
 	"github.com/kcp-dev/logicalcluster/v3"
 )
 
-// Process is a command of this tree run by a test as a separate process, as an operator runs it;
-// its output goes to a log file that is printed when the test fails.
-type Process struct {
-	t       testing.TB
-	name    string
+// Command is a program run as a separate process in its own process group, its output appended
+// to a log file. Tests use it through Process; benchmarks, which have no testing.TB, directly.
+type Command struct {
+	path    string
 	args    []string
 	logPath string
 	cmd     *exec.Cmd
 	exited  chan struct{}
 }
 
+// StartCommand runs path args..., appending its output to logPath, until Stop or Kill.
+func StartCommand(path, logPath string, args ...string) (*Command, error) {
+	c := &Command{path: path, args: args, logPath: logPath}
+	return c, c.start()
+}
+
+func (c *Command) start() error {
+	f, err := os.OpenFile(c.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(f, "==== %s: starting %s\n", time.Now().Format(time.RFC3339Nano), filepath.Base(c.path))
+	c.cmd = exec.Command(c.path, c.args...)
+	c.cmd.Stdout, c.cmd.Stderr = f, f
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	c.exited = make(chan struct{})
+	if err := c.cmd.Start(); err != nil {
+		f.Close()
+		return fmt.Errorf("starting %s: %w", filepath.Base(c.path), err)
+	}
+	cmd, exited := c.cmd, c.exited
+	go func() {
+		_ = cmd.Wait()
+		f.Close()
+		close(exited)
+	}()
+	return nil
+}
+
+// Stop ends the process with SIGTERM (SIGKILL after 15 s) and waits for it.
+func (c *Command) Stop() { c.signal(syscall.SIGTERM) }
+
+// Kill ends the process at once, as a crash would.
+func (c *Command) Kill() { c.signal(syscall.SIGKILL) }
+
+func (c *Command) signal(sig syscall.Signal) {
+	if c.cmd == nil || c.cmd.Process == nil {
+		return
+	}
+	select {
+	case <-c.exited:
+		return
+	default:
+	}
+	_ = syscall.Kill(-c.cmd.Process.Pid, sig)
+	select {
+	case <-c.exited:
+	case <-time.After(15 * time.Second):
+		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+		<-c.exited
+	}
+}
+
+// Restart starts the process again with the same arguments, after Stop or Kill.
+func (c *Command) Restart() error { return c.start() }
+
+// Exited says whether the process has ended.
+func (c *Command) Exited() bool {
+	select {
+	case <-c.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// PID is the process's ID.
+func (c *Command) PID() int { return c.cmd.Process.Pid }
+
+// LogPath is the file the process's output goes to.
+func (c *Command) LogPath() string { return c.logPath }
+
+// Process is a command of this tree run by a test as a separate process, as an operator runs it;
+// its output goes to a log file that is printed when the test fails.
+type Process struct {
+	*Command
+	t    testing.TB
+	name string
+}
+
 // StartProcess runs bin/<name> args... until the test ends or Stop or Kill is called.
 func StartProcess(t testing.TB, name string, args ...string) *Process {
 	t.Helper()
-	dir := t.TempDir()
-	p := &Process{t: t, name: name, args: args, logPath: filepath.Join(dir, name+".log")}
-	p.start()
+	c, err := StartCommand(filepath.Join(BinDir(t), name), filepath.Join(t.TempDir(), name+".log"), args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Process{Command: c, t: t, name: name}
 	t.Cleanup(func() {
 		if t.Failed() {
 			raw, _ := os.ReadFile(p.logPath)
@@ -45,65 +128,11 @@ func StartProcess(t testing.TB, name string, args ...string) *Process {
 	return p
 }
 
-func (p *Process) start() {
-	p.t.Helper()
-	f, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	fmt.Fprintf(f, "==== %s: starting %s\n", time.Now().Format(time.RFC3339Nano), p.name)
-	p.cmd = exec.Command(filepath.Join(BinDir(p.t), p.name), p.args...)
-	p.cmd.Stdout, p.cmd.Stderr = f, f
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	p.exited = make(chan struct{})
-	if err := p.cmd.Start(); err != nil {
-		p.t.Fatalf("starting %s: %v", p.name, err)
-	}
-	cmd, exited := p.cmd, p.exited
-	go func() {
-		_ = cmd.Wait()
-		f.Close()
-		close(exited)
-	}()
-}
-
-// Stop ends the process with SIGTERM (SIGKILL after 15 s) and waits for it.
-func (p *Process) Stop() { p.signal(syscall.SIGTERM) }
-
-// Kill ends the process at once, as a crash would.
-func (p *Process) Kill() { p.signal(syscall.SIGKILL) }
-
-func (p *Process) signal(sig syscall.Signal) {
-	if p.cmd == nil || p.cmd.Process == nil {
-		return
-	}
-	select {
-	case <-p.exited:
-		return
-	default:
-	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, sig)
-	select {
-	case <-p.exited:
-	case <-time.After(15 * time.Second):
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.exited
-	}
-}
-
 // Restart starts the process again with the same arguments, after Stop or Kill.
 func (p *Process) Restart() {
 	p.t.Helper()
-	p.start()
-}
-
-// Exited says whether the process has ended.
-func (p *Process) Exited() bool {
-	select {
-	case <-p.exited:
-		return true
-	default:
-		return false
+	if err := p.Command.Restart(); err != nil {
+		p.t.Fatal(err)
 	}
 }
 
@@ -135,31 +164,53 @@ func StartControllerManagerNoWait(t testing.TB, espw logicalcluster.Path, extra 
 }
 
 // Readyz returns the status code and body of /readyz, or an error if it does not answer.
-func (cm *ControllerManager) Readyz() (int, string, error) {
-	resp, err := http.Get("http://" + cm.HTTPAddress + "/readyz")
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	buf := make([]byte, 4096)
-	n, _ := resp.Body.Read(buf)
-	return resp.StatusCode, string(buf[:n]), nil
-}
+func (cm *ControllerManager) Readyz() (int, string, error) { return Readyz(cm.HTTPAddress) }
 
 // WaitReady waits until /readyz answers 200.
 func (cm *ControllerManager) WaitReady(t testing.TB, timeout time.Duration) {
 	t.Helper()
-	Eventually(t, timeout, func() (bool, string) {
-		if cm.Exited() {
-			t.Fatalf("edge-controller-manager exited")
-		}
-		code, body, err := cm.Readyz()
-		if err != nil {
-			return false, err.Error()
-		}
-		return code == http.StatusOK, fmt.Sprintf("/readyz: %d %s", code, body)
-	})
+	if err := WaitReadyz(context.Background(), cm.HTTPAddress, timeout, cm.Exited); err != nil {
+		t.Fatalf("edge-controller-manager: %v", err)
+	}
 }
 
-// PID is the process's ID.
-func (p *Process) PID() int { return p.cmd.Process.Pid }
+// Readyz returns the status code and body of http://<address>/readyz, as edge-mc's processes
+// serve it (package health), or an error if it does not answer.
+func Readyz(address string) (int, string, error) {
+	resp, err := http.Get("http://" + address + "/readyz")
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	return resp.StatusCode, string(body), nil
+}
+
+// WaitReadyz waits, every 200 ms and at most timeout, until http://<address>/readyz answers 200;
+// it gives up at once when exited says the process has ended.
+func WaitReadyz(ctx context.Context, address string, timeout time.Duration, exited func() bool) error {
+	deadline := time.Now().Add(timeout)
+	why := ""
+	for {
+		if exited() {
+			return fmt.Errorf("it exited before it was ready (last /readyz: %s)", why)
+		}
+		code, body, err := Readyz(address)
+		switch {
+		case err != nil:
+			why = err.Error()
+		case code == http.StatusOK:
+			return nil
+		default:
+			why = fmt.Sprintf("%d %s", code, body)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not ready after %s: /readyz: %s", timeout, why)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -11,26 +12,31 @@ import (
 // RSS returns a process's resident set size and its peak (VmRSS and VmHWM), in bytes, from
 // /proc/<pid>/status.
 func RSS(pid int) (current, peak int64, err error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	v, err := procSizes(fmt.Sprintf("/proc/%d/status", pid), "VmRSS", "VmHWM")
+	return v["VmRSS"], v["VmHWM"], err
+}
+
+// procSizes reads the "<key>: <n> kB" lines of the given keys from a /proc file, in bytes.
+func procSizes(path string, keys ...string) (map[string]int64, error) {
+	f, err := os.Open(path)
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
 	defer f.Close()
+	sizes := map[string]int64{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
 		if len(fields) < 2 {
 			continue
 		}
-		kb, _ := strconv.ParseInt(fields[1], 10, 64)
-		switch fields[0] {
-		case "VmRSS:":
-			current = kb * 1024
-		case "VmHWM:":
-			peak = kb * 1024
+		key := strings.TrimSuffix(fields[0], ":")
+		if slices.Contains(keys, key) {
+			kb, _ := strconv.ParseInt(fields[1], 10, 64)
+			sizes[key] = kb * 1024
 		}
 	}
-	return current, peak, sc.Err()
+	return sizes, sc.Err()
 }
 
 // CPUSeconds is the user+system CPU time the process has used, from /proc/<pid>/stat (0 if it

@@ -30,7 +30,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -486,8 +485,8 @@ func run(c config, jsonOut string) error {
 		res.AffectedPlacementsPerChange = float64(affectedTotal) / float64(changes)
 		sorted := append([]float64(nil), res.ChangeSeconds...)
 		sort.Float64s(sorted)
-		res.ChangeP50Seconds = percentile(sorted, 0.50)
-		res.ChangeP90Seconds = percentile(sorted, 0.90)
+		res.ChangeP50Seconds = framework.Percentile(sorted, 0.50)
+		res.ChangeP90Seconds = framework.Percentile(sorted, 0.90)
 		res.ChangeMaxSeconds = sorted[len(sorted)-1]
 		res.SliceWritesToConvergenceMean, res.SliceWritesToConvergenceMax = meanMax(sliceToConv)
 		res.SliceWritesPerChangeMean, res.SliceWritesPerChangeMax = meanMax(slicePerStep)
@@ -758,29 +757,15 @@ func (t *tracker) summary(expected map[string]int) string {
 // progress says every 5 s how many of total objects are created, until the returned func runs.
 func progress(what string, created *atomic.Int64, total int) (stop func()) {
 	start := time.Now()
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		for {
-			select {
-			case <-done:
-				n := created.Load()
-				say("%s: %d of %d objects created in %.1fs (%.0f objects/s)", what, n, total, time.Since(start).Seconds(), float64(n)/time.Since(start).Seconds())
-				return
-			case <-time.After(5 * time.Second):
-				n := created.Load()
-				say("%s: %d of %d objects created (%.0f objects/s)", what, n, total, float64(n)/time.Since(start).Seconds())
-			}
-		}
-	}()
-	return func() { close(done); <-finished }
-}
-
-// percentile is the nearest-rank percentile of sorted values.
-func percentile(sorted []float64, p float64) float64 {
-	i := int(math.Ceil(p*float64(len(sorted)))) - 1
-	return sorted[max(0, min(i, len(sorted)-1))]
+	stopTicks := framework.Every(5*time.Second, func() {
+		n := created.Load()
+		say("%s: %d of %d objects created (%.0f objects/s)", what, n, total, float64(n)/time.Since(start).Seconds())
+	})
+	return func() {
+		stopTicks()
+		n := created.Load()
+		say("%s: %d of %d objects created in %.1fs (%.0f objects/s)", what, n, total, time.Since(start).Seconds(), float64(n)/time.Since(start).Seconds())
+	}
 }
 
 func meanMax(v []int) (float64, int) {

@@ -1,0 +1,124 @@
+// Command bench is edge-mc's fleet benchmark: the whole system at scale, measured against the
+// server's own limit in the same run. It starts two kcp servers, a center and an "edge" one
+// whose logical clusters simulate the edge clusters (pclusters), and builds a fleet of N
+// destinations: N SyncTargets and Locations (kubectl edge ensure location), their mailboxes
+// (edge-controller-manager with every controller), N pclusters (lean workspaces of the edge kcp
+// serving Deployments), and N syncers, each with its own mailbox credential (kubectl edge
+// prep-for-syncer --kubeconfig-only), all in one child process (test/bench/syncers) so that
+// their CPU and memory are theirs alone. The set-up is timed and reported but is not part of
+// any figure. Then it measures:
+//
+//   - fan-out: P EdgePlacements, each selecting N/P destinations (by a Location label) and a
+//     namespace of K objects of the workload workspace (one Deployment, K-1 ConfigMaps, each
+//     carrying -object-size bytes), are created; the clock runs until all N*K copies are in the
+//     mailboxes and until all N*K objects are at the edges, per destination too. Watches on the
+//     mailboxes and the pclusters see them arrive;
+//   - update: the Deployment of the first placement gets a new image; the time until each of its
+//     destinations' edges has it;
+//   - status: at -status-destinations of its destinations, one after the other, the bench makes
+//     the Deployment at the edge ready (status subresource, as no controller runs there) and
+//     times until the EdgePlacement's status.summary.ready counts it. Without a status
+//     summarizer this phase ends after -status-timeout, reported as not measured, with why;
+//   - idle: CPU of edge-controller-manager, of the syncers' process and of both kcp servers
+//     over -idle with nothing changing;
+//   - memory: RSS of the same processes;
+//   - raw, last (the mailboxes serve the Deployment kind only once something is placed there):
+//     a plain client, -parallel at a time, writes the same N*K objects (kinds, sizes) into a
+//     namespace of their own in every mailbox, then into every pcluster. They stay there; no
+//     syncer or controller looks at that namespace.
+//
+// It prints the figures as a markdown table on stdout (progress goes to stderr) and writes
+// them as JSON with -json. Figures are reported, never asserted. Run it with `make bench`
+// (N=300, K=10) or `go run ./test/bench -n 300 -k 10`; it needs bin/kcp (make tools) and
+// builds edge-mc's commands from the current tree. -keep leaves the fleet running for
+// profiling until interrupted; -profile DIR saves CPU profiles of both kcp servers and of the
+// syncers' process, taken during the fan-out. See docs/performance.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// config is the benchmark's shape, from the flags.
+type config struct {
+	N          int `json:"n"`
+	K          int `json:"k"`
+	P          int `json:"p"`
+	ObjectSize int `json:"objectSize"`
+	Parallel   int `json:"parallel"`
+	Workers    int `json:"workers"`
+	// StatusDestinations is how many destinations the status phase changes, one at a time.
+	StatusDestinations   int     `json:"statusDestinations"`
+	StatusTimeoutSeconds float64 `json:"statusTimeoutSeconds"`
+	IdleSeconds          float64 `json:"idleSeconds"`
+	ProfileSeconds       int     `json:"profileSeconds"`
+
+	statusTimeout, idle time.Duration
+	jsonOut             string
+	profileDir          string
+	keep                bool
+}
+
+// maxObjectSize keeps every object well under etcd's request limit.
+const maxObjectSize = 512 * 1024
+
+func (c config) validate() error {
+	switch {
+	case c.N < 1:
+		return errors.New("-n must be at least 1")
+	case c.K < 1:
+		return errors.New("-k must be at least 1 (object 1 is a Deployment, the others ConfigMaps)")
+	case c.P < 1 || c.P > c.N:
+		return fmt.Errorf("-p must be from 1 to -n (%d): each placement needs a destination", c.N)
+	case c.ObjectSize < 0 || c.ObjectSize > maxObjectSize:
+		return fmt.Errorf("-object-size must be from 0 to %d bytes", maxObjectSize)
+	case c.Parallel < 1 || c.Workers < 1:
+		return errors.New("-parallel and -workers must be at least 1")
+	case c.StatusDestinations < 1:
+		return errors.New("-status-destinations must be at least 1")
+	case c.statusTimeout <= 0 || c.idle <= 0:
+		return errors.New("-status-timeout and -idle must be positive")
+	case c.profileDir != "" && c.ProfileSeconds < 1:
+		return errors.New("-profile-seconds must be at least 1")
+	}
+	return nil
+}
+
+func main() {
+	var c config
+	flag.IntVar(&c.N, "n", 300, "destinations: SyncTargets, mailboxes, syncers and pclusters")
+	flag.IntVar(&c.K, "k", 10, "objects per placement: one Deployment and k-1 ConfigMaps")
+	flag.IntVar(&c.P, "p", 1, "EdgePlacements; placement j selects destinations i with i%p == j, so each destination gets k objects")
+	flag.IntVar(&c.ObjectSize, "object-size", 1024, "bytes of payload in each object (ConfigMap data, Deployment pod template annotation)")
+	flag.IntVar(&c.Parallel, "parallel", 16, "requests at once of the set-up and of the raw client")
+	flag.IntVar(&c.Workers, "workers", 8, "edge-controller-manager --workers")
+	flag.IntVar(&c.StatusDestinations, "status-destinations", 20, "destinations whose Deployment the status phase turns ready, one at a time")
+	flag.DurationVar(&c.statusTimeout, "status-timeout", time.Minute, "how long the status phase waits for the summary to appear, and for each change to show in it")
+	flag.DurationVar(&c.idle, "idle", time.Minute, "the window over which idle CPU is measured")
+	flag.StringVar(&c.jsonOut, "json", "", "also write the figures as JSON to this file")
+	flag.StringVar(&c.profileDir, "profile", "", "save CPU profiles of both kcp servers and of the syncers' process, taken during the fan-out, into this directory")
+	flag.IntVar(&c.ProfileSeconds, "profile-seconds", 30, "length of the -profile CPU profiles")
+	flag.BoolVar(&c.keep, "keep", false, "leave the fleet running after the run, until interrupted (for profiling and poking)")
+	flag.Parse()
+	if err := c.validate(); err != nil {
+		fmt.Fprintf(os.Stderr, "fleet benchmark: %v\n", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if _, err := run(ctx, c, os.Stdout); err != nil {
+		fmt.Fprintf(os.Stderr, "fleet benchmark: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func say(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s  "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}

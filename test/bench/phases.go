@@ -1,0 +1,510 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/cache"
+
+	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/test/framework"
+)
+
+// run sets up the fleet, runs every phase, prints the table on out and writes the JSON.
+func run(ctx context.Context, c config, out io.Writer) (*result, error) {
+	if os.Getenv("EDGE_E2E_KUBECONFIG") != "" {
+		return nil, errors.New("the fleet benchmark starts two kcp servers of its own and measures their processes: unset EDGE_E2E_KUBECONFIG")
+	}
+	c.StatusTimeoutSeconds, c.IdleSeconds = c.statusTimeout.Seconds(), c.idle.Seconds()
+	res := &result{Config: c, Machine: machineNow()}
+	say("machine: %d cores, load average %.2f %.2f %.2f, %.1f of %.1f GB available",
+		res.Machine.Cores, res.Machine.LoadAverage[0], res.Machine.LoadAverage[1], res.Machine.LoadAverage[2], res.Machine.MemAvailableGBStart, res.Machine.MemTotalGB)
+
+	f, err := setUp(ctx, c, &res.Setup)
+	failed := true
+	defer func() { f.stop(failed || c.keep) }()
+	if err != nil {
+		return nil, fmt.Errorf("set-up: %w", err)
+	}
+
+	watchCtx, stopWatches := context.WithCancel(ctx)
+	defer stopWatches()
+	keys := workloadKeys(c.K)
+	mailboxes, edges := newView(c.N, keys), newView(c.N, keys)
+	say("watching the mailboxes, the pclusters and the placements")
+	var synced []cache.InformerSynced
+	for _, start := range []func() ([]cache.InformerSynced, error){
+		func() ([]cache.InformerSynced, error) { return f.watchMailboxes(watchCtx, mailboxes) },
+		func() ([]cache.InformerSynced, error) { return f.watchEdges(watchCtx, edges) },
+	} {
+		s, err := start()
+		if err != nil {
+			return nil, err
+		}
+		synced = append(synced, s...)
+	}
+	placements, s, err := f.watchPlacements(watchCtx)
+	if err != nil {
+		return nil, err
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), append(synced, s...)...) {
+		return nil, fmt.Errorf("the bench's watches did not sync: %w", ctx.Err())
+	}
+
+	if err := f.fanout(ctx, mailboxes, edges, &res.Fanout); err != nil {
+		return nil, fmt.Errorf("fan-out: %w", err)
+	}
+	if err := f.update(ctx, edges, &res.Update); err != nil {
+		return nil, fmt.Errorf("update: %w", err)
+	}
+	if err := f.status(ctx, placements, &res.Status); err != nil {
+		return nil, fmt.Errorf("status: %w", err)
+	}
+	if err := f.measureIdle(ctx, &res.Idle); err != nil {
+		return nil, fmt.Errorf("idle: %w", err)
+	}
+	f.measureMemory(&res.Memory)
+	if err := f.raw(ctx, &res.Raw); err != nil {
+		return nil, fmt.Errorf("raw: %w", err)
+	}
+	res.Fanout.MailboxRatioToRaw = res.Raw.MailboxSeconds / res.Fanout.MailboxSeconds
+	res.Fanout.EdgeRatioToRaw = res.Fanout.EdgeSeconds / (res.Raw.MailboxSeconds + res.Raw.EdgeSeconds)
+
+	printTable(out, res)
+	if c.jsonOut != "" {
+		if err := writeJSON(c.jsonOut, res); err != nil {
+			return nil, err
+		}
+		say("wrote %s", c.jsonOut)
+	}
+	failed = false
+	if c.keep {
+		f.describe()
+		<-ctx.Done()
+	}
+	return res, nil
+}
+
+func machineNow() machine {
+	total, available := framework.Memory()
+	return machine{Cores: goruntime.NumCPU(), LoadAverage: framework.LoadAverage(), MemTotalGB: float64(total) / 1e9, MemAvailableGBStart: float64(available) / 1e9}
+}
+
+// describe says how to reach the fleet that -keep leaves running.
+func (f *fleet) describe() {
+	say("the fleet keeps running until interrupted (-keep):")
+	say("  center kcp (pid %d): KUBECONFIG=%s; ESPW %s, inventory %s, workloads %s", f.center.PID(), f.center.KubeconfigPath, f.espw, f.imw, f.wmw)
+	say("  edge kcp (pid %d): KUBECONFIG=%s; pclusters root:pc-%s ...", f.edge.PID(), f.edge.KubeconfigPath, f.dests[0].name)
+	say("  kcp profiles: center http://%s/debug/pprof/, edge http://%s/debug/pprof/", f.center.ProfilerAddress, f.edge.ProfilerAddress)
+	say("  edge-controller-manager (pid %d): http://%s/metrics, log %s", f.ecm.PID(), f.ecmAddress, f.ecm.LogPath())
+	say("  syncers (pid %d): http://%s/metrics, http://%s/debug/pprof/, log %s", f.syncers.PID(), f.syncersAddress, f.syncersPprofAddress, f.syncers.LogPath())
+}
+
+// cpuSample is the CPU seconds each process has used so far.
+type cpuSample struct {
+	controller, syncers, centerKCP, edgeKCP, bench float64
+}
+
+func (f *fleet) cpu() cpuSample {
+	return cpuSample{
+		controller: framework.CPUSeconds(f.ecm.PID()),
+		syncers:    framework.CPUSeconds(f.syncers.PID()),
+		centerKCP:  framework.CPUSeconds(f.center.PID()),
+		edgeKCP:    framework.CPUSeconds(f.edge.PID()),
+		bench:      framework.CPUSeconds(os.Getpid()),
+	}
+}
+
+func (a cpuSample) since(b cpuSample) cpuSample {
+	return cpuSample{a.controller - b.controller, a.syncers - b.syncers, a.centerKCP - b.centerKCP, a.edgeKCP - b.edgeKCP, a.bench - b.bench}
+}
+
+// stall is how long a phase may go without progress before the benchmark gives up on it. The
+// machine may be shared and slow: a phase that still moves is waited for.
+const stall = 5 * time.Minute
+
+// await waits for ch, saying progress's message every 10 s. It gives up when progress's count
+// has not grown for patience.
+func await(ctx context.Context, ch <-chan time.Time, patience time.Duration, what string, progress func() (int, string)) (time.Time, error) {
+	tick := time.NewTicker(10 * time.Second)
+	defer tick.Stop()
+	last, lastChange := -1, time.Now()
+	for {
+		select {
+		case at := <-ch:
+			return at, nil
+		case <-ctx.Done():
+			return time.Time{}, ctx.Err()
+		case now := <-tick.C:
+			count, msg := progress()
+			say("%s", msg)
+			if count > last {
+				last, lastChange = count, now
+			} else if now.Sub(lastChange) >= patience {
+				return time.Time{}, fmt.Errorf("%s: no progress for %s: %s", what, patience, msg)
+			}
+		}
+	}
+}
+
+// fanout creates the EdgePlacements and times until every copy is in its mailbox and every
+// object at its edge.
+func (f *fleet) fanout(ctx context.Context, mailboxes, edges *view, fig *fanoutFigures) error {
+	c := f.cfg
+	fig.Copies = c.N * c.K
+	wmw, err := dynamic.NewForConfig(f.center.ConfigFor(f.wmw))
+	if err != nil {
+		return err
+	}
+	inMailboxes := mailboxes.await(func(v *view) bool { return v.present == fig.Copies })
+	atEdges := edges.await(func(v *view) bool { return v.complete == c.N })
+	progress := func() (int, string) {
+		mp, mc, _ := mailboxes.counts()
+		ep, ec, _ := edges.counts()
+		return mp + ep, fmt.Sprintf("fan-out: %d of %d copies in the mailboxes (%d destinations complete), %d at the edges (%d complete)", mp, fig.Copies, mc, ep, ec)
+	}
+	var profiles <-chan error
+	if c.profileDir != "" {
+		profiles = f.takeProfiles(ctx, "fanout", c.ProfileSeconds)
+	}
+	say("fan-out: creating %d EdgePlacements for %d destinations, %d objects each", c.P, c.N, c.K)
+	centerRequests, edgeRequests := startCounting(ctx, f.center), startCounting(ctx, f.edge)
+	cpu0 := f.cpu()
+	t0 := time.Now()
+	for j := range c.P {
+		if _, err := wmw.Resource(placementsGVR).Create(ctx, placementObject(j), metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating EdgePlacement %s: %w", placementName(j), err)
+		}
+	}
+	mailboxesAt, err := await(ctx, inMailboxes, stall, "all copies in the mailboxes", progress)
+	if err != nil {
+		return err
+	}
+	say("fan-out: all %d copies in the mailboxes after %.1fs", fig.Copies, mailboxesAt.Sub(t0).Seconds())
+	edgesAt, err := await(ctx, atEdges, stall, "all objects at the edges", progress)
+	if err != nil {
+		return err
+	}
+	cpu := f.cpu().since(cpu0)
+	fig.CenterKCPRequests = centerRequests.top(ctx, edgesAt.Sub(t0).Seconds())
+	fig.EdgeKCPRequests = edgeRequests.top(ctx, edgesAt.Sub(t0).Seconds())
+	say("fan-out: all %d objects at the edges after %.1fs", fig.Copies, edgesAt.Sub(t0).Seconds())
+	fig.MailboxSeconds = mailboxesAt.Sub(t0).Seconds()
+	fig.MailboxObjectsPerSecond = float64(fig.Copies) / fig.MailboxSeconds
+	perMailbox := seconds(t0, mailboxes.completeTimes())
+	fig.MailboxP50Seconds, fig.MailboxP99Seconds = percentile(perMailbox, 0.50), percentile(perMailbox, 0.99)
+	fig.EdgeSeconds = edgesAt.Sub(t0).Seconds()
+	perEdge := seconds(t0, edges.completeTimes())
+	fig.EdgeP50Seconds, fig.EdgeP99Seconds = percentile(perEdge, 0.50), percentile(perEdge, 0.99)
+	fig.ControllerCPUSeconds, fig.SyncersCPUSeconds, fig.CenterKCPCPUSeconds, fig.EdgeKCPCPUSeconds, fig.BenchCPUSeconds =
+		cpu.controller, cpu.syncers, cpu.centerKCP, cpu.edgeKCP, cpu.bench
+	if profiles != nil {
+		if err := <-profiles; err != nil {
+			say("profiles: %v", err)
+		}
+	}
+	return nil
+}
+
+// takeProfiles takes CPU profiles of both kcp servers and of the syncers' process at once, for
+// the given seconds, into -profile, named after the phase; the channel receives their errors
+// when all are done.
+func (f *fleet) takeProfiles(ctx context.Context, phase string, seconds int) <-chan error {
+	c := f.cfg
+	targets := []struct{ name, address string }{
+		{"kcp-center", f.center.ProfilerAddress},
+		{"kcp-edge", f.edge.ProfilerAddress},
+		{"syncers", f.syncersPprofAddress},
+	}
+	done := make(chan error, 1)
+	if err := os.MkdirAll(c.profileDir, 0o755); err != nil {
+		done <- err
+		return done
+	}
+	say("profiles: taking %ds CPU profiles of both kcp servers and the syncers into %s", seconds, c.profileDir)
+	go func() {
+		errs := make([]error, len(targets))
+		_ = framework.ForEach(len(targets), len(targets), func(i int) error {
+			t := targets[i]
+			errs[i] = saveProfile(ctx, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", t.address, seconds),
+				filepath.Join(c.profileDir, t.name+"-"+phase+".cpu.pprof"))
+			return nil
+		})
+		done <- errors.Join(errs...)
+	}()
+	return done
+}
+
+func saveProfile(ctx context.Context, url, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("GET %s: %s %s", url, resp.Status, body)
+	}
+	out, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, resp.Body); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// update gives the first placement's Deployment a new image and times until each of its
+// destinations' edges has it.
+func (f *fleet) update(ctx context.Context, edges *view, fig *updateFigures) error {
+	dests := f.destinationsOf(0)
+	fig.Destinations = len(dests)
+	key := objectKey(deploymentsGVR, deploymentName)
+	edges.startProbe(key, dests, func(u *unstructured.Unstructured) bool { return imageOf(u) == updatedImage })
+	all := edges.await(func(v *view) bool { return v.probed == len(dests) })
+	wmw, err := dynamic.NewForConfig(f.center.ConfigFor(f.wmw))
+	if err != nil {
+		return err
+	}
+	deployments := wmw.Resource(deploymentsGVR).Namespace(groupNamespace(0))
+	dep, err := deployments.Get(ctx, deploymentName, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	containers, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
+	containers[0].(map[string]any)["image"] = updatedImage
+	if err := unstructured.SetNestedSlice(dep.Object, containers, "spec", "template", "spec", "containers"); err != nil {
+		return err
+	}
+	say("update: the image of Deployment %s/%s, placed at %d destinations", groupNamespace(0), deploymentName, len(dests))
+	t0 := time.Now()
+	if _, err := deployments.Update(ctx, dep, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("updating Deployment %s/%s: %w", groupNamespace(0), deploymentName, err)
+	}
+	at, err := await(ctx, all, stall, "the new image at every edge", func() (int, string) {
+		_, _, probed := edges.counts()
+		return probed, fmt.Sprintf("update: %d of %d edges have the new image", probed, len(dests))
+	})
+	if err != nil {
+		return err
+	}
+	times := seconds(t0, edges.probeTimes(dests))
+	fig.P50Seconds, fig.P90Seconds, fig.P99Seconds = percentile(times, 0.50), percentile(times, 0.90), percentile(times, 0.99)
+	fig.MaxSeconds = at.Sub(t0).Seconds()
+	say("update: at every edge after %.2fs (p50 %.2fs)", fig.MaxSeconds, fig.P50Seconds)
+	return nil
+}
+
+// status turns the first placement's Deployment ready at some of its destinations, one at a
+// time, and times until the placement's status.summary.ready counts each. It ends early, as not
+// measured, when the summary does not appear or does not follow.
+func (f *fleet) status(ctx context.Context, placements *placementsView, fig *statusFigures) error {
+	all := f.destinationsOf(0)
+	m := min(f.cfg.StatusDestinations, len(all))
+	fig.Destinations = m
+	timeout := f.cfg.statusTimeout
+	name := placementName(0)
+	say("status: waiting (at most %s) for EdgePlacement %s's status.summary", timeout, name)
+	if _, err := await(ctx, placements.await(name, func(s *edgev1alpha1.DestinationCounts) bool { return s != nil }), timeout, "the summary",
+		func() (int, string) { return 0, "status: EdgePlacement " + name + " has no status.summary yet" }); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		fig.NotMeasured = fmt.Sprintf("EdgePlacement %s had no status.summary %s after the fan-out (is the status summarizer running?)", name, timeout)
+		say("status: not measured: %s", fig.NotMeasured)
+		return nil
+	}
+	var times []float64
+	for k := range m {
+		d := f.dests[all[k*len(all)/m]]
+		before := placements.summary(name).Ready
+		counted := placements.await(name, func(s *edgev1alpha1.DestinationCounts) bool { return s != nil && s.Ready > before })
+		t0 := time.Now()
+		if err := makeDeploymentReady(ctx, d); err != nil {
+			return err
+		}
+		at, err := await(ctx, counted, timeout, "the summary", func() (int, string) {
+			return 0, fmt.Sprintf("status: summary of %s is %+v, waiting for ready > %d", name, placements.summary(name), before)
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			fig.NotMeasured = fmt.Sprintf("status.summary.ready of EdgePlacement %s stayed at %d for %s after the Deployment at %s turned ready (%d of %d changes seen)",
+				name, before, timeout, d.name, k, m)
+			say("status: not measured: %s", fig.NotMeasured)
+			return nil
+		}
+		times = append(times, at.Sub(t0).Seconds())
+	}
+	sort.Float64s(times)
+	p50, p99, maxSeconds := percentile(times, 0.50), percentile(times, 0.99), times[len(times)-1]
+	fig.Measured, fig.P50Seconds, fig.P99Seconds, fig.MaxSeconds = true, &p50, &p99, &maxSeconds
+	say("status: %d changes, p50 %.2fs, p99 %.2fs", m, p50, p99)
+	return nil
+}
+
+// makeDeploymentReady writes, at the destination's edge, the status a Deployment controller
+// writes once its one replica is available.
+func makeDeploymentReady(ctx context.Context, d *destination) error {
+	client, err := dynamic.NewForConfig(d.pcluster.Config)
+	if err != nil {
+		return err
+	}
+	deployments := client.Resource(deploymentsGVR).Namespace(groupNamespace(d.group))
+	dep, err := deployments.Get(ctx, deploymentName, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading the Deployment at %s: %w", d.name, err)
+	}
+	replicas, _, _ := unstructured.NestedInt64(dep.Object, "spec", "replicas")
+	now := time.Now().UTC().Format(time.RFC3339)
+	condition := func(condType, reason string) map[string]any {
+		return map[string]any{"type": condType, "status": "True", "reason": reason, "lastUpdateTime": now, "lastTransitionTime": now}
+	}
+	dep.Object["status"] = map[string]any{
+		"observedGeneration": dep.GetGeneration(),
+		"replicas":           replicas,
+		"updatedReplicas":    replicas,
+		"readyReplicas":      replicas,
+		"availableReplicas":  replicas,
+		"conditions":         []any{condition("Available", "MinimumReplicasAvailable"), condition("Progressing", "NewReplicaSetAvailable")},
+	}
+	if _, err := deployments.UpdateStatus(ctx, dep, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("writing the Deployment's status at %s: %w", d.name, err)
+	}
+	return nil
+}
+
+// measureIdle samples the processes' CPU time over the idle window, after a short settling.
+func (f *fleet) measureIdle(ctx context.Context, fig *idleFigures) error {
+	const settle = 10 * time.Second
+	say("idle: settling %s, then measuring CPU over %s with nothing changing", settle, f.cfg.idle)
+	if err := sleep(ctx, settle); err != nil {
+		return err
+	}
+	var profiles <-chan error
+	if f.cfg.profileDir != "" {
+		profiles = f.takeProfiles(ctx, "idle", min(f.cfg.ProfileSeconds, int(f.cfg.idle.Seconds())))
+	}
+	centerRequests, edgeRequests := startCounting(ctx, f.center), startCounting(ctx, f.edge)
+	cpu0, t0 := f.cpu(), time.Now()
+	if err := sleep(ctx, f.cfg.idle); err != nil {
+		return err
+	}
+	cpu, window := f.cpu().since(cpu0), time.Since(t0).Seconds()
+	fig.WindowSeconds = window
+	fig.CenterKCPRequests, fig.EdgeKCPRequests = centerRequests.top(ctx, window), edgeRequests.top(ctx, window)
+	if profiles != nil {
+		if err := <-profiles; err != nil {
+			say("profiles: %v", err)
+		}
+	}
+	percent := func(s float64) float64 { return 100 * s / window }
+	fig.ControllerCPUPercent, fig.SyncersCPUPercent = percent(cpu.controller), percent(cpu.syncers)
+	fig.CenterKCPCPUPercent, fig.EdgeKCPCPUPercent = percent(cpu.centerKCP), percent(cpu.edgeKCP)
+	say("idle: controllers %.1f%%, syncers %.1f%%, center kcp %.1f%%, edge kcp %.1f%% of a core",
+		fig.ControllerCPUPercent, fig.SyncersCPUPercent, fig.CenterKCPCPUPercent, fig.EdgeKCPCPUPercent)
+	return nil
+}
+
+func (f *fleet) measureMemory(fig *memoryFigures) {
+	mb := func(b int64) float64 { return float64(b) / 1e6 }
+	cur, peak, _ := framework.RSS(f.ecm.PID())
+	fig.ControllerRSSMB, fig.ControllerPeakRSSMB = mb(cur), mb(peak)
+	cur, _, _ = framework.RSS(f.syncers.PID())
+	fig.SyncersRSSMB = mb(cur)
+	fig.SyncersRSSPerSyncerMB = fig.SyncersRSSMB / float64(f.cfg.N)
+	center, _, _ := framework.RSS(f.center.PID())
+	edge, _, _ := framework.RSS(f.edge.PID())
+	fig.CenterKCPRSSMB, fig.EdgeKCPRSSMB = mb(center), mb(edge)
+	fig.CenterKCPMBPerDestination = mb(center-f.centerRSSBase) / float64(f.cfg.N)
+	fig.EdgeKCPMBPerPCluster = mb(edge-f.edgeRSSBase) / float64(f.cfg.N)
+}
+
+// raw writes the workload's N*K objects with a plain parallel client into a namespace of their
+// own in every mailbox, then in every pcluster, and times each.
+func (f *fleet) raw(ctx context.Context, fig *rawFigures) error {
+	c := f.cfg
+	fig.Objects, fig.Parallelism = c.N*c.K, c.Parallel
+	mailboxes := make([]dynamic.Interface, c.N)
+	pclusters := make([]dynamic.Interface, c.N)
+	for i, d := range f.dests {
+		var err error
+		if mailboxes[i], err = dynamic.NewForConfig(f.center.ConfigFor(d.mailbox)); err != nil {
+			return err
+		}
+		if pclusters[i], err = dynamic.NewForConfig(d.pcluster.Config); err != nil {
+			return err
+		}
+	}
+	say("raw: creating namespace %s in every mailbox and pcluster (not timed)", rawNamespace)
+	if err := framework.ForEach(2*c.N, c.Parallel, func(i int) error {
+		client := mailboxes[i%c.N]
+		if i >= c.N {
+			client = pclusters[i%c.N]
+		}
+		_, err := client.Resource(namespacesGVR).Create(ctx, namespaceObject(rawNamespace), metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return err
+	}
+	objects := workloadObjects(rawNamespace, c.K, c.ObjectSize)
+	write := func(where string, clients []dynamic.Interface) (float64, cpuSample, error) {
+		var done atomic.Int64
+		say("raw: writing %d objects into the %s, %d at a time", fig.Objects, where, c.Parallel)
+		stop := every(10*time.Second, func() string {
+			return fmt.Sprintf("raw: %d of %d objects into the %s", done.Load(), fig.Objects, where)
+		})
+		defer stop()
+		cpu0, t0 := f.cpu(), time.Now()
+		err := framework.ForEach(fig.Objects, c.Parallel, func(i int) error {
+			u := objects[i%c.K]
+			if _, err := clients[i/c.K].Resource(gvrOf(u)).Namespace(rawNamespace).Create(ctx, u.DeepCopy(), metav1.CreateOptions{}); err != nil {
+				return fmt.Errorf("creating %s %s in the %s of %s: %w", u.GetKind(), u.GetName(), where, f.dests[i/c.K].name, err)
+			}
+			done.Add(1)
+			return nil
+		})
+		d, cpu := time.Since(t0).Seconds(), f.cpu().since(cpu0)
+		say("raw: %d objects into the %s in %.1fs (%.0f/s)", fig.Objects, where, d, float64(fig.Objects)/d)
+		return d, cpu, err
+	}
+	var err error
+	var cpu cpuSample
+	if fig.MailboxSeconds, cpu, err = write("mailboxes", mailboxes); err != nil {
+		return err
+	}
+	fig.MailboxObjectsPerSecond, fig.MailboxCenterKCPCPUSeconds = float64(fig.Objects)/fig.MailboxSeconds, cpu.centerKCP
+	if fig.EdgeSeconds, cpu, err = write("pclusters", pclusters); err != nil {
+		return err
+	}
+	fig.EdgeObjectsPerSecond, fig.EdgeKCPCPUSeconds = float64(fig.Objects)/fig.EdgeSeconds, cpu.edgeKCP
+	return nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}

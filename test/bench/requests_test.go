@@ -1,0 +1,24 @@
+package main
+
+import "testing"
+
+func TestRequestCounts(t *testing.T) {
+	metrics := `# HELP apiserver_request_total [STABLE] Counter of apiserver requests.
+# TYPE apiserver_request_total counter
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="coordination.k8s.io",resource="leases",scope="resource",subresource="",verb="PUT",version="v1"} 40
+apiserver_request_total{code="409",component="apiserver",dry_run="",group="coordination.k8s.io",resource="leases",scope="resource",subresource="",verb="PUT",version="v1"} 2
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="apps",resource="deployments",scope="resource",subresource="status",verb="PATCH",version="v1"} 1e+03
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="",scope="",subresource="api",verb="GET",version=""} 3
+apiserver_request_duration_seconds_count{resource="leases",verb="PUT"} 99
+`
+	got := requestCounts(metrics)
+	want := map[string]float64{"PUT leases": 42, "PATCH deployments/status": 1000}
+	if len(got) != len(want) {
+		t.Fatalf("requestCounts = %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("requestCounts[%q] = %v, want %v", k, got[k], v)
+		}
+	}
+}

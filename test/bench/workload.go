@@ -1,0 +1,121 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+)
+
+var (
+	deploymentsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	configMapsGVR  = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	namespacesGVR  = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	placementsGVR  = edgev1alpha1.SchemeGroupVersion.WithResource("edgeplacements")
+	syncTargetsGVR = edgev1alpha1.SchemeGroupVersion.WithResource("synctargets")
+)
+
+const (
+	// groupLabel is the Location (and SyncTarget) label that placement j selects: g<j>.
+	groupLabel = "bench-group"
+	// deploymentName names the one Deployment of each placement's namespace.
+	deploymentName = "app"
+	// payloadAnnotation carries a Deployment's payload on its pod template.
+	payloadAnnotation = "bench.edge.kcp.io/payload"
+	// rawNamespace holds the raw client's objects in every mailbox and pcluster.
+	rawNamespace = "bench-raw"
+	// pclusterCRD is the only workload CRD a pcluster needs: every other one would cost the edge
+	// kcp memory in every pcluster for nothing.
+	pclusterCRD = "deployments.apps.yaml"
+
+	initialImage = "registry.example/bench:1"
+	updatedImage = "registry.example/bench:2"
+)
+
+func groupName(j int) string       { return fmt.Sprintf("g%d", j) }
+func groupNamespace(j int) string  { return "bench-" + groupName(j) }
+func placementName(j int) string   { return "bench-" + groupName(j) }
+func destinationName(i int) string { return fmt.Sprintf("edge-%04d", i) }
+
+// objectKey names an object of a destination's workload within its namespace.
+func objectKey(gvr schema.GroupVersionResource, name string) string { return gvr.Resource + "/" + name }
+
+// workloadKeys are the keys of the k objects that workloadObjects makes.
+func workloadKeys(k int) map[string]bool {
+	keys := map[string]bool{}
+	for _, u := range workloadObjects("x", k, 0) {
+		keys[objectKey(gvrOf(u), u.GetName())] = true
+	}
+	return keys
+}
+
+// workloadObjects are the k objects of one placement's namespace: a Deployment and k-1
+// ConfigMaps, each with size bytes of payload.
+func workloadObjects(namespace string, k, size int) []*unstructured.Unstructured {
+	payload := strings.Repeat("0123456789abcdef", size/16+1)[:size]
+	objs := []*unstructured.Unstructured{{Object: map[string]any{
+		"apiVersion": "apps/v1",
+		"kind":       "Deployment",
+		"metadata":   map[string]any{"name": deploymentName, "namespace": namespace},
+		"spec": map[string]any{
+			"replicas": int64(1),
+			"selector": map[string]any{"matchLabels": map[string]any{"app": deploymentName}},
+			"template": map[string]any{
+				"metadata": map[string]any{
+					"labels":      map[string]any{"app": deploymentName},
+					"annotations": map[string]any{payloadAnnotation: payload},
+				},
+				"spec": map[string]any{"containers": []any{map[string]any{"name": "app", "image": initialImage}}},
+			},
+		},
+	}}}
+	for i := 1; i < k; i++ {
+		objs = append(objs, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1",
+			"kind":       "ConfigMap",
+			"metadata":   map[string]any{"name": fmt.Sprintf("cm-%03d", i), "namespace": namespace},
+			"data":       map[string]any{"payload": payload},
+		}})
+	}
+	return objs
+}
+
+func gvrOf(u *unstructured.Unstructured) schema.GroupVersionResource {
+	if u.GetKind() == "Deployment" {
+		return deploymentsGVR
+	}
+	return configMapsGVR
+}
+
+func namespaceObject(name string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name},
+	}}
+}
+
+// placementObject is EdgePlacement j: the destinations of group j, the objects of its namespace.
+func placementObject(j int) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": edgev1alpha1.SchemeGroupVersion.String(),
+		"kind":       "EdgePlacement",
+		"metadata":   map[string]any{"name": placementName(j)},
+		"spec": map[string]any{
+			"locationSelectors": []any{map[string]any{"matchLabels": map[string]any{groupLabel: groupName(j)}}},
+			"downsync":          []any{map[string]any{"namespaces": []any{groupNamespace(j)}}},
+		},
+	}}
+}
+
+// imageOf is the image of a Deployment's first container.
+func imageOf(u *unstructured.Unstructured) string {
+	containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+	if len(containers) == 0 {
+		return ""
+	}
+	c, _ := containers[0].(map[string]any)
+	image, _ := c["image"].(string)
+	return image
+}
