@@ -181,7 +181,7 @@ func (c *Controller) destinationsOf(mailbox string) map[placementKey]edgev1alpha
 		if !ok {
 			continue
 		}
-		for _, dest := range destinations(u) {
+		for _, dest := range edgev1alpha1.SliceDestinations(u) {
 			if mailboxName(dest) == mailbox {
 				out[pk] = dest
 			}

@@ -2,7 +2,6 @@ package placementtranslator
 
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
 	"github.com/kcp-dev/logicalcluster/v3"
@@ -83,7 +82,7 @@ func (c *Controller) locationChanged(_, obj *unstructured.Unstructured) {
 	cluster := logicalcluster.From(obj).String()
 	slices, _ := c.slices.GetIndexer().ByIndex(byLocation, cluster+"|"+obj.GetName())
 	for _, s := range slices {
-		for _, d := range destinations(asUnstructured(s)) {
+		for _, d := range edgev1alpha1.SliceDestinations(asUnstructured(s)) {
 			if d.Cluster == cluster && d.LocationName == obj.GetName() {
 				c.queue.Add(queueKey{mailbox: mailboxName(d)})
 			}
@@ -94,28 +93,17 @@ func (c *Controller) locationChanged(_, obj *unstructured.Unstructured) {
 func (c *Controller) enqueuePlacementMailboxes(key placementKey) {
 	slices, _ := c.slices.GetIndexer().ByIndex(byPlacement, key.String())
 	for _, s := range slices {
-		for _, d := range destinations(asUnstructured(s)) {
+		for _, d := range edgev1alpha1.SliceDestinations(asUnstructured(s)) {
 			c.queue.Add(queueKey{mailbox: mailboxName(d)})
 		}
 	}
 }
 
-// destinations decodes a slice's destinations.
-func destinations(u *unstructured.Unstructured) []edgev1alpha1.SinglePlacement {
-	if u == nil {
-		return nil
-	}
-	s := &edgev1alpha1.SinglePlacementSlice{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, s); err != nil {
-		return nil
-	}
-	return s.Destinations
-}
 
 // sliceMailboxes is the byMailbox index function.
 func sliceMailboxes(obj any) ([]string, error) {
 	var names []string
-	for _, d := range destinations(asUnstructured(obj)) {
+	for _, d := range edgev1alpha1.SliceDestinations(asUnstructured(obj)) {
 		names = append(names, mailboxName(d))
 	}
 	return names, nil
@@ -125,7 +113,7 @@ func sliceMailboxes(obj any) ([]string, error) {
 func sliceLocations(obj any) ([]string, error) {
 	seen := map[string]bool{}
 	var keys []string
-	for _, d := range destinations(asUnstructured(obj)) {
+	for _, d := range edgev1alpha1.SliceDestinations(asUnstructured(obj)) {
 		if k := d.Cluster + "|" + d.LocationName; !seen[k] {
 			seen[k] = true
 			keys = append(keys, k)

@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 )
 
 var listWatch = []string{"get", "list", "watch", "create", "update", "delete"}
@@ -189,7 +191,7 @@ func TestDestinationsAndSliceMailboxes(t *testing.T) {
 			map[string]any{"cluster": "inv2", "locationName": "loc", "syncTargetName": "st2", "syncTargetUID": "u2"},
 		},
 	}}
-	dests := destinations(u)
+	dests := edgev1alpha1.SliceDestinations(u)
 	if len(dests) != 2 || dests[0].SyncTargetName != "st1" || dests[1].Cluster != "inv2" {
 		t.Fatalf("destinations() = %+v", dests)
 	}
@@ -197,8 +199,8 @@ func TestDestinationsAndSliceMailboxes(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(names, []string{"inv1-mb-u1", "inv2-mb-u2"}) {
 		t.Errorf("sliceMailboxes() = %v, %v; want [inv1-mb-u1 inv2-mb-u2]", names, err)
 	}
-	if got := destinations(nil); got != nil {
-		t.Errorf("destinations(nil) = %v, want nil", got)
+	if got := edgev1alpha1.SliceDestinations(nil); got != nil {
+		t.Errorf("edgev1alpha1.SliceDestinations(nil) = %v, want nil", got)
 	}
 }
 

@@ -146,7 +146,7 @@ func (c *Controller) enqueueUpsyncScan(pk placementKey, rules []edgev1alpha1.Ups
 	watching := c.upsync.watching(rules)
 	slices, _ := c.slices.GetIndexer().ByIndex(byPlacement, pk.String())
 	for _, s := range slices {
-		for _, d := range destinations(asUnstructured(s)) {
+		for _, d := range edgev1alpha1.SliceDestinations(asUnstructured(s)) {
 			item, ok, _ := c.syncTargets.GetIndexer().GetByKey(kcpcache.ToClusterAwareKey(d.Cluster, "", d.SyncTargetName))
 			if !ok {
 				continue

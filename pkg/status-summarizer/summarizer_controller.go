@@ -38,7 +38,6 @@ import (
 	"github.com/kcp-dev/logicalcluster/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -165,7 +164,7 @@ func NewController(cfg Config) (*Controller, error) {
 		},
 		slicesByMailbox: func(obj any) ([]string, error) {
 			var names []string
-			for _, d := range destinations(asUnstructured(obj)) {
+			for _, d := range edgev1alpha1.SliceDestinations(asUnstructured(obj)) {
 				names = append(names, mailbox.WorkspaceName(logicalcluster.Name(d.Cluster), d.SyncTargetUID))
 			}
 			return names, nil
@@ -351,16 +350,6 @@ func asUnstructured(obj any) *unstructured.Unstructured {
 	return u
 }
 
-func destinations(u *unstructured.Unstructured) []edgev1alpha1.SinglePlacement {
-	if u == nil {
-		return nil
-	}
-	s := &edgev1alpha1.SinglePlacementSlice{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, s); err != nil {
-		return nil
-	}
-	return s.Destinations
-}
 
 func (c *Controller) placementChanged(obj any) {
 	u := asUnstructured(obj)

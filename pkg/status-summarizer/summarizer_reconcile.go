@@ -41,7 +41,7 @@ func (c *Controller) destinationsOf(pk placementKey) []destination {
 	slices, _ := c.slices.GetIndexer().ByIndex(slicesByPlacement, pk.String())
 	var out []destination
 	for _, s := range slices {
-		for _, d := range destinations(asUnstructured(s)) {
+		for _, d := range edgev1alpha1.SliceDestinations(asUnstructured(s)) {
 			dst := destination{SinglePlacement: d}
 			ws, exists, _ := c.mailboxes.GetIndexer().GetByKey(mailbox.WorkspaceName(logicalcluster.Name(d.Cluster), d.SyncTargetUID))
 			if w, ok := ws.(*tenancyv1alpha1.Workspace); exists && ok {
