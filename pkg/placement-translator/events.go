@@ -99,7 +99,6 @@ func (c *Controller) enqueuePlacementMailboxes(key placementKey) {
 	}
 }
 
-
 // sliceMailboxes is the byMailbox index function.
 func sliceMailboxes(obj any) ([]string, error) {
 	var names []string

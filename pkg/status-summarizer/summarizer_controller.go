@@ -350,7 +350,6 @@ func asUnstructured(obj any) *unstructured.Unstructured {
 	return u
 }
 
-
 func (c *Controller) placementChanged(obj any) {
 	u := asUnstructured(obj)
 	if u == nil {
