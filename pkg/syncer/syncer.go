@@ -37,6 +37,7 @@ import (
 	"sync"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -147,6 +148,8 @@ type Syncer struct {
 	lastReport string
 	// heartbeatOK says whether the last heartbeat reached the center.
 	heartbeatOK bool
+	// lastLease is the heartbeat Lease as last written (used by the heartbeat goroutine only).
+	lastLease *coordinationv1.Lease
 }
 
 // informerRun is an informer with the means to stop it.
