@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 
@@ -24,8 +25,20 @@ import (
 var errNotYet = errors.New("not yet")
 
 // ensureContents checks that the mailbox's WorkspaceType bound mailbox.edge.kcp.io, and puts
-// into the mailbox the syncer's identity. It returns errNotYet until all is in place.
-func (c *Controller) ensureContents(ctx context.Context, mailbox logicalcluster.Path) error {
+// into the mailbox the syncer's identity. It returns errNotYet until all is in place. fresh says
+// that this process created the mailbox workspace just now, so that the identity's objects are
+// created without being looked for first; once they are written, later checks only look for the
+// token.
+func (c *Controller) ensureContents(ctx context.Context, mailbox logicalcluster.Path, uid types.UID, fresh bool) error {
+	if c.contentsStageOf(uid) == contentsWritten {
+		token, err := c.cfg.Kube.Cluster(mailbox).CoreV1().Secrets(SyncerNamespace).Get(ctx, SyncerTokenSecret, metav1.GetOptions{})
+		if err != nil {
+			// Gone, or unreadable: go through every object again.
+			c.setContentsStage(uid, contentsUnknown)
+			return fmt.Errorf("reading the token Secret: %w", err)
+		}
+		return tokenPresent(token)
+	}
 	bindings, err := c.cfg.KCP.Cluster(mailbox).ApisV1alpha2().APIBindings().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("listing APIBindings: %w", err)
@@ -43,7 +56,20 @@ func (c *Controller) ensureContents(ctx context.Context, mailbox logicalcluster.
 	if err := c.acceptClaims(ctx, mailbox, binding); err != nil {
 		return err
 	}
-	return c.ensureSyncerIdentity(ctx, mailbox)
+	token, err := c.ensureSyncerIdentity(ctx, mailbox, fresh)
+	if err != nil {
+		return err
+	}
+	c.setContentsStage(uid, contentsWritten)
+	return tokenPresent(token)
+}
+
+// tokenPresent returns errNotYet until kcp has filled the token into the Secret.
+func tokenPresent(token *corev1.Secret) error {
+	if len(token.Data[corev1.ServiceAccountTokenKey]) == 0 {
+		return errNotYet
+	}
+	return nil
 }
 
 // acceptClaims makes the mailbox's binding of mailbox.edge.kcp.io accept every permission claim
@@ -78,46 +104,30 @@ func claimAccepted(accepted []apisv1alpha2.AcceptablePermissionClaim, claim apis
 }
 
 // ensureSyncerIdentity creates the syncer's ServiceAccount, its token Secret, and a ClusterRole
-// and ClusterRoleBinding that give it everything in this mailbox. A token minted in one workspace
-// is refused by every other, so the identity reaches this mailbox and nothing else.
-func (c *Controller) ensureSyncerIdentity(ctx context.Context, mailbox logicalcluster.Path) error {
+// and ClusterRoleBinding that give it everything in this mailbox, and returns the Secret. A token
+// minted in one workspace is refused by every other, so the identity reaches this mailbox and
+// nothing else. With fresh, each object is created at once (a new mailbox holds none: four
+// requests fewer per mailbox than reading each first); otherwise each is read first, so that a
+// restarted controller's check of a thousand complete mailboxes writes nothing.
+func (c *Controller) ensureSyncerIdentity(ctx context.Context, mailbox logicalcluster.Path, fresh bool) (*corev1.Secret, error) {
 	kube := c.cfg.Kube.Cluster(mailbox)
-	if _, err := kube.CoreV1().Namespaces().Get(ctx, SyncerNamespace, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-		_, err = kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: SyncerNamespace}}, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating namespace %s: %w", SyncerNamespace, err)
-		}
-	} else if err != nil {
-		return fmt.Errorf("reading namespace %s: %w", SyncerNamespace, err)
+	if _, err := ensureObject(ctx, fresh, "namespace "+SyncerNamespace, kube.CoreV1().Namespaces(),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: SyncerNamespace}}); err != nil {
+		return nil, err
 	}
-	if err := createIfMissing("ServiceAccount", func() error {
-		_, err := kube.CoreV1().ServiceAccounts(SyncerNamespace).Get(ctx, SyncerServiceAccount, metav1.GetOptions{})
-		return err
-	}, func() error {
-		_, err := kube.CoreV1().ServiceAccounts(SyncerNamespace).Create(ctx, &corev1.ServiceAccount{
-			ObjectMeta: metav1.ObjectMeta{Name: SyncerServiceAccount},
-		}, metav1.CreateOptions{})
-		return err
-	}); err != nil {
-		return err
+	if _, err := ensureObject(ctx, fresh, "ServiceAccount "+SyncerServiceAccount, kube.CoreV1().ServiceAccounts(SyncerNamespace),
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: SyncerServiceAccount}}); err != nil {
+		return nil, err
 	}
-	var token *corev1.Secret
-	if err := createIfMissing("token Secret", func() error {
-		var err error
-		token, err = kube.CoreV1().Secrets(SyncerNamespace).Get(ctx, SyncerTokenSecret, metav1.GetOptions{})
-		return err
-	}, func() error {
-		var err error
-		token, err = kube.CoreV1().Secrets(SyncerNamespace).Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{
-				Name:        SyncerTokenSecret,
-				Annotations: map[string]string{corev1.ServiceAccountNameKey: SyncerServiceAccount},
-			},
-			Type: corev1.SecretTypeServiceAccountToken,
-		}, metav1.CreateOptions{})
-		return err
-	}); err != nil {
-		return err
+	token, err := ensureObject(ctx, fresh, "token Secret "+SyncerTokenSecret, kube.CoreV1().Secrets(SyncerNamespace), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        SyncerTokenSecret,
+			Annotations: map[string]string{corev1.ServiceAccountNameKey: SyncerServiceAccount},
+		},
+		Type: corev1.SecretTypeServiceAccountToken,
+	})
+	if err != nil {
+		return nil, err
 	}
 
 	wantRole := &rbacv1.ClusterRole{
@@ -128,18 +138,14 @@ func (c *Controller) ensureSyncerIdentity(ctx context.Context, mailbox logicalcl
 		},
 	}
 	roles := kube.RbacV1().ClusterRoles()
-	role, err := roles.Get(ctx, SyncerClusterRole, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		if _, err := roles.Create(ctx, wantRole, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating ClusterRole %s: %w", SyncerClusterRole, err)
-		}
-	case err != nil:
-		return fmt.Errorf("reading ClusterRole %s: %w", SyncerClusterRole, err)
-	case !equality.Semantic.DeepEqual(role.Rules, wantRole.Rules):
+	role, err := ensureObject(ctx, fresh, "ClusterRole "+SyncerClusterRole, roles, wantRole)
+	if err != nil {
+		return nil, err
+	}
+	if !equality.Semantic.DeepEqual(role.Rules, wantRole.Rules) {
 		role.Rules = wantRole.Rules
 		if _, err := roles.Update(ctx, role, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("updating ClusterRole %s: %w", SyncerClusterRole, err)
+			return nil, fmt.Errorf("updating ClusterRole %s: %w", SyncerClusterRole, err)
 		}
 	}
 
@@ -149,43 +155,44 @@ func (c *Controller) ensureSyncerIdentity(ctx context.Context, mailbox logicalcl
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: SyncerNamespace, Name: SyncerServiceAccount}},
 	}
 	crbs := kube.RbacV1().ClusterRoleBindings()
-	crb, err := crbs.Get(ctx, SyncerClusterRole, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		if _, err := crbs.Create(ctx, wantBinding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating ClusterRoleBinding %s: %w", SyncerClusterRole, err)
-		}
-	case err != nil:
-		return fmt.Errorf("reading ClusterRoleBinding %s: %w", SyncerClusterRole, err)
-	case !equality.Semantic.DeepEqual(crb.RoleRef, wantBinding.RoleRef) || !equality.Semantic.DeepEqual(crb.Subjects, wantBinding.Subjects):
+	crb, err := ensureObject(ctx, fresh, "ClusterRoleBinding "+SyncerClusterRole, crbs, wantBinding)
+	if err != nil {
+		return nil, err
+	}
+	if !equality.Semantic.DeepEqual(crb.RoleRef, wantBinding.RoleRef) || !equality.Semantic.DeepEqual(crb.Subjects, wantBinding.Subjects) {
 		// roleRef is immutable: replace the binding.
 		if err := crbs.Delete(ctx, SyncerClusterRole, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("replacing ClusterRoleBinding %s: %w", SyncerClusterRole, err)
+			return nil, fmt.Errorf("replacing ClusterRoleBinding %s: %w", SyncerClusterRole, err)
 		}
-		return errNotYet
+		return nil, errNotYet
 	}
-
-	if token == nil || len(token.Data[corev1.ServiceAccountTokenKey]) == 0 {
-		return errNotYet // kcp fills the token in shortly
-	}
-	return nil
+	return token, nil
 }
 
-// createIfMissing calls create when get finds nothing.
-func createIfMissing(what string, get, create func() error) error {
-	err := get()
-	if apierrors.IsNotFound(err) {
-		err = create()
-		if apierrors.IsAlreadyExists(err) {
-			err = get()
+// getCreator is the part of a typed client that ensureObject uses.
+type getCreator[T metav1.Object] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
+}
+
+// ensureObject returns the object named like want, creating it as want if it is missing. With
+// createFirst it tries the create before any read (and reads only if the object exists).
+func ensureObject[T metav1.Object](ctx context.Context, createFirst bool, what string, client getCreator[T], want T) (T, error) {
+	if !createFirst {
+		got, err := client.Get(ctx, want.GetName(), metav1.GetOptions{})
+		if err == nil {
+			return got, nil
 		}
-		if err != nil {
-			return fmt.Errorf("creating %s: %w", what, err)
+		if !apierrors.IsNotFound(err) {
+			return got, fmt.Errorf("reading %s: %w", what, err)
 		}
-		return nil
+	}
+	got, err := client.Create(ctx, want, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		got, err = client.Get(ctx, want.GetName(), metav1.GetOptions{})
 	}
 	if err != nil {
-		return fmt.Errorf("reading %s: %w", what, err)
+		return got, fmt.Errorf("creating %s: %w", what, err)
 	}
-	return nil
+	return got, nil
 }

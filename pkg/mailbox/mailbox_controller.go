@@ -102,12 +102,15 @@ type Controller struct {
 	leasesMu sync.RWMutex
 	leases   cache.SharedIndexInformer
 
-	// contentsReady records the mailboxes (by workspace UID) whose contents were made complete
-	// by this process, so that heartbeats do not cost reads in the mailbox.
-	contentsMu    sync.Mutex
-	contentsReady map[types.UID]bool
+	// contents records, per mailbox workspace UID, how far this process got in setting up its
+	// contents, so that heartbeats cost no reads in the mailbox and a mailbox waiting for its
+	// token costs one read a check.
+	contentsMu sync.Mutex
+	contents   map[types.UID]contentsStage
 	// setups holds the mailboxes (by name) being set up, with when each began.
 	setups map[string]time.Time
+	// fresh holds the mailboxes (by name) whose workspace this process created and is setting up.
+	fresh map[string]bool
 	// notYet paces the checks of mailboxes being set up, per mailbox workspace.
 	notYet workqueue.TypedRateLimiter[types.UID]
 
@@ -136,10 +139,11 @@ func NewController(cfg Config) (*Controller, error) {
 		cfg: cfg,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[queueKey](),
 			workqueue.TypedRateLimitingQueueConfig[queueKey]{Name: ControllerName}),
-		contentsReady: map[types.UID]bool{},
-		setups:        map[string]time.Time{},
-		notYet:        workqueue.NewTypedItemExponentialFailureRateLimiter[types.UID](notYetFirst, notYetMax),
-		now:           time.Now,
+		contents: map[types.UID]contentsStage{},
+		setups:   map[string]time.Time{},
+		fresh:    map[string]bool{},
+		notYet:   workqueue.NewTypedItemExponentialFailureRateLimiter[types.UID](notYetFirst, notYetMax),
+		now:      time.Now,
 	}
 
 	c.syncTargets = kcpdynamicinformer.NewFilteredDynamicInformer(cfg.EdgeVW, syncTargetsGVR, resyncPeriod,

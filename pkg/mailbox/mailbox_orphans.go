@@ -41,7 +41,7 @@ func (c *Controller) checkOrphan(ctx context.Context, name string) error {
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("deleting mailbox workspace %s: %w", name, err)
 	}
-	c.setContentsReady(ws.UID, false)
+	c.setContentsStage(ws.UID, contentsUnknown)
 	c.notYet.Forget(ws.UID)
 	c.endSetup(name)
 	return nil

@@ -38,8 +38,8 @@ func (c *Controller) reconcile(ctx context.Context, cluster logicalcluster.Name,
 	var invalid *invalidNameError
 	switch {
 	case errors.Is(err, errSetupQueued):
-		setCondition(status, edgev1alpha1.SyncTargetMailboxReady, metav1.ConditionFalse, edgev1alpha1.ReasonMailboxCreating,
-			fmt.Sprintf("queued: %d mailboxes are being set up, the most this controller sets up at once", c.cfg.MaxSetups))
+		status.MailboxWorkspace = path.String()
+		setCondition(status, edgev1alpha1.SyncTargetMailboxReady, metav1.ConditionFalse, edgev1alpha1.ReasonMailboxCreating, c.settingUpMessage(path))
 		return setupQueuedRecheck + time.Duration(rand.Int64N(int64(setupQueuedRecheck))), c.writeStatus(ctx, cluster, st, status)
 	case errors.As(err, &invalid):
 		setCondition(status, edgev1alpha1.SyncTargetMailboxReady, metav1.ConditionFalse, edgev1alpha1.ReasonInvalidName, invalid.Error())
@@ -49,16 +49,14 @@ func (c *Controller) reconcile(ctx context.Context, cluster logicalcluster.Name,
 		return 0, errors.Join(err, c.writeStatus(ctx, cluster, st, status))
 	}
 	status.MailboxWorkspace = path.String()
-	// While the mailbox is being set up, one message covers every stage, so that its progress
-	// (the workspace's phases, the binding, the token) costs no status writes.
-	settingUp := fmt.Sprintf("setting up mailbox workspace %s: the workspace, its APIBinding and the syncer's identity", path)
+	settingUp := c.settingUpMessage(path)
 	if ws.Status.Phase != corev1alpha1.LogicalClusterPhaseReady || ws.Spec.Cluster == "" {
 		setCondition(status, edgev1alpha1.SyncTargetMailboxReady, metav1.ConditionFalse, edgev1alpha1.ReasonMailboxCreating, settingUp)
 		return 0, c.writeStatus(ctx, cluster, st, status) // the workspace's events bring it back
 	}
 
-	if !c.isContentsReady(ws.UID) {
-		if err := c.ensureContents(ctx, path); errors.Is(err, errNotYet) {
+	if c.contentsStageOf(ws.UID) != contentsReady {
+		if err := c.ensureContents(ctx, path, ws.UID, c.isFresh(name)); errors.Is(err, errNotYet) {
 			setCondition(status, edgev1alpha1.SyncTargetMailboxReady, metav1.ConditionFalse, edgev1alpha1.ReasonMailboxCreating, settingUp)
 			return c.notYet.When(ws.UID), c.writeStatus(ctx, cluster, st, status)
 		} else if err != nil {
@@ -66,7 +64,7 @@ func (c *Controller) reconcile(ctx context.Context, cluster logicalcluster.Name,
 				fmt.Sprintf("setting up mailbox %s: %v", path, err))
 			return 0, errors.Join(err, c.writeStatus(ctx, cluster, st, status))
 		}
-		c.setContentsReady(ws.UID, true)
+		c.setContentsStage(ws.UID, contentsReady)
 		c.notYet.Forget(ws.UID)
 		c.endSetup(name)
 		logger.V(2).Info("mailbox ready", "mailbox", path)
@@ -83,6 +81,15 @@ func (c *Controller) reconcile(ctx context.Context, cluster logicalcluster.Name,
 		recheck = c.syncerStatus(status, renewed)
 	}
 	return recheck, c.writeStatus(ctx, cluster, st, status)
+}
+
+// settingUpMessage is MailboxReady's message from the SyncTarget's first reconcile until its
+// mailbox is ready. One message covers every stage (waiting for a set-up slot, the workspace's
+// phases, the binding, the token), so that a mailbox's progress costs no status writes: a
+// mailbox costs its SyncTarget two, this one and the one that says it is ready.
+func (c *Controller) settingUpMessage(path logicalcluster.Path) string {
+	return fmt.Sprintf("setting up mailbox workspace %s: the workspace, its APIBinding and the syncer's identity (at most %d mailboxes are set up at once; the others wait their turn)",
+		path, c.cfg.MaxSetups)
 }
 
 // A mailbox being set up is looked at again after notYetFirst, doubling up to notYetMax: when kcp
@@ -130,6 +137,16 @@ func (c *Controller) endSetup(name string) {
 	c.contentsMu.Lock()
 	defer c.contentsMu.Unlock()
 	delete(c.setups, name)
+	delete(c.fresh, name)
+}
+
+// isFresh says whether this process created the named mailbox workspace and has not finished
+// setting it up: such a mailbox holds nothing of the syncer's identity yet, so its objects are
+// created without being read first.
+func (c *Controller) isFresh(name string) bool {
+	c.contentsMu.Lock()
+	defer c.contentsMu.Unlock()
+	return c.fresh[name]
 }
 
 // invalidNameError says that no workspace can be named for a SyncTarget.
@@ -174,22 +191,38 @@ func (c *Controller) ensureWorkspace(ctx context.Context, cluster logicalcluster
 		c.endSetup(name)
 		return nil, fmt.Errorf("creating mailbox workspace %s in %s: %w", name, c.cfg.ESPW, err)
 	}
+	c.contentsMu.Lock()
+	c.fresh[name] = true
+	c.contentsMu.Unlock()
 	return created, nil
 }
 
-func (c *Controller) isContentsReady(uid types.UID) bool {
+// contentsStage is how far this process got in setting up a mailbox's contents.
+type contentsStage int
+
+const (
+	contentsUnknown contentsStage = iota
+	// contentsWritten: the binding's claims are accepted and the syncer's identity is written;
+	// only the token, which kcp fills into the Secret, may be missing.
+	contentsWritten
+	// contentsReady: all is in place, token included.
+	contentsReady
+)
+
+func (c *Controller) contentsStageOf(uid types.UID) contentsStage {
 	c.contentsMu.Lock()
 	defer c.contentsMu.Unlock()
-	return c.contentsReady[uid]
+	return c.contents[uid]
 }
 
-func (c *Controller) setContentsReady(uid types.UID, ready bool) {
+// setContentsStage records a mailbox's stage; contentsUnknown forgets it.
+func (c *Controller) setContentsStage(uid types.UID, stage contentsStage) {
 	c.contentsMu.Lock()
 	defer c.contentsMu.Unlock()
-	if ready {
-		c.contentsReady[uid] = true
+	if stage == contentsUnknown {
+		delete(c.contents, uid)
 	} else {
-		delete(c.contentsReady, uid)
+		c.contents[uid] = stage
 	}
 }
 
