@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+
+	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 )
 
 func TestCopyKeyString(t *testing.T) {
@@ -155,6 +157,44 @@ func TestNeedsWorkloadsBinding(t *testing.T) {
 				t.Errorf("needsWorkloadsBinding() = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestWithoutWorkloadKinds(t *testing.T) {
+	widgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	d := &desiredState{
+		copies: map[copyKey]*desiredCopy{
+			ck(namespacesGVR, "", "ns"):            {resource: resource{gvr: namespacesGVR}},
+			ck(configMapsGVR, "ns", "cfg"):         {resource: resource{gvr: configMapsGVR}},
+			ck(crdsGVR, "", "widgets.example.com"): {resource: resource{gvr: crdsGVR}},
+			ck(widgets, "ns", "w"):                 {resource: resource{gvr: widgets, custom: true}},
+			ck(deploymentsGVR, "ns", "web"):        {resource: resource{gvr: deploymentsGVR}},
+		},
+		keep:   map[copyKey]bool{ck(deploymentsGVR, "ns", "old"): true},
+		upsync: []edgev1alpha1.UpsyncSet{{Resources: []string{"*"}}},
+	}
+	w := withoutWorkloadKinds(d)
+	var got []string
+	for _, k := range applyOrder(w.copies) {
+		got = append(got, k.String())
+	}
+	want := []string{
+		ck(crdsGVR, "", "widgets.example.com").String(),
+		ck(namespacesGVR, "", "ns").String(),
+		ck(configMapsGVR, "ns", "cfg").String(),
+		ck(widgets, "ns", "w").String(),
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("withoutWorkloadKinds copies = %v, want %v", got, want)
+	}
+	if needsWorkloadsBinding(w) {
+		t.Errorf("withoutWorkloadKinds still needs the workloads binding")
+	}
+	if w.upsync != nil || !w.keep[ck(deploymentsGVR, "ns", "old")] {
+		t.Errorf("withoutWorkloadKinds: upsync %v (want none), keep %v (want kept)", w.upsync, w.keep)
+	}
+	if len(d.copies) != 5 || len(d.upsync) != 1 {
+		t.Errorf("withoutWorkloadKinds changed its input: %d copies, %d upsync rules", len(d.copies), len(d.upsync))
 	}
 }
 

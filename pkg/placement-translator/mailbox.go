@@ -66,25 +66,32 @@ func (c *Controller) reconcileMailbox(ctx context.Context, name string) (time.Du
 	res := mailboxResult{placements: d.placements, problems: d.problems}
 	defer func() { c.report(name, res) }()
 
+	// While the mailbox does not serve the workload kinds yet, the copies of every other kind
+	// are written (and the SyncerConfig names only theirs), so that kcp binding the export,
+	// which takes it seconds when many mailboxes are new, does not hold them up.
+	writable := d
+	var recheck time.Duration
 	if (needsWorkloadsBinding(d) || upsyncNeedsWorkloads(d.upsync, c.workload.resources)) && !state.workloadsBound {
 		bound, err := c.ensureWorkloadsBinding(ctx, mb)
 		if err != nil {
 			return 0, err
 		}
-		if !bound {
+		if bound {
+			state.workloadsBound = true
+		} else {
 			res.pending = true
-			return time.Second, nil
+			recheck = time.Second
+			writable = withoutWorkloadKinds(d)
 		}
-		state.workloadsBound = true
 	}
 
 	// The SyncerConfig names every resource the mailbox may hold copies of before any is
 	// written, so that after a restart the controller finds (and can delete) them all.
-	if err := c.writeSyncerConfig(ctx, mb, name, state, syncerConfigSpec(d, state.copies, true)); err != nil {
+	if err := c.writeSyncerConfig(ctx, mb, name, state, syncerConfigSpec(writable, state.copies, true)); err != nil {
 		return 0, err
 	}
 	var failed []error
-	for _, key := range applyOrder(d.copies) {
+	for _, key := range applyOrder(writable.copies) {
 		dc := d.copies[key]
 		hash, err := c.writeCopy(ctx, mb, key, dc, state.copies[key].hash)
 		if err != nil {
@@ -109,10 +116,26 @@ func (c *Controller) reconcileMailbox(ctx context.Context, name string) (time.Du
 		logger.V(2).Info("deleted a copy nothing selects any more", "copy", key.String())
 		delete(state.copies, key)
 	}
-	if err := c.writeSyncerConfig(ctx, mb, name, state, syncerConfigSpec(d, state.copies, false)); err != nil {
+	if err := c.writeSyncerConfig(ctx, mb, name, state, syncerConfigSpec(writable, state.copies, false)); err != nil {
 		return 0, err
 	}
-	return 0, errors.Join(failed...)
+	return recheck, errors.Join(failed...)
+}
+
+// withoutWorkloadKinds is d without the copies of kinds that kcp serves only through the
+// workloads export (and without the upsync rules, which the SyncerConfig gets with them).
+// Deletions still follow d: nothing of those kinds is in a mailbox that does not bind the
+// export.
+func withoutWorkloadKinds(d *desiredState) *desiredState {
+	w := *d
+	w.copies = map[copyKey]*desiredCopy{}
+	for k, dc := range d.copies {
+		if isKCPBuiltIn(k.gr) || dc.resource.custom {
+			w.copies[k] = dc
+		}
+	}
+	w.upsync = nil
+	return &w
 }
 
 func (c *Controller) syncTargetOfMailbox(name string) *unstructured.Unstructured {

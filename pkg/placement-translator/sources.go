@@ -9,6 +9,7 @@ import (
 	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
 	kcpdynamicinformer "github.com/kcp-dev/client-go/dynamic/dynamicinformer"
 	"github.com/kcp-dev/logicalcluster/v3"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/placement-translator/projection"
 )
 
 // resource is a kind of workload object.
@@ -213,7 +215,7 @@ func (s *sources) crdChanged(crd *unstructured.Unstructured, deleted bool) {
 // for down-sync, so their changes concern no mailbox.
 func (c *Controller) workloadHandler(gr schema.GroupResource) cache.ResourceEventHandler {
 	changed := func(old, obj *unstructured.Unstructured) {
-		if !isUpsynced(obj) || (old != nil && !isUpsynced(old)) {
+		if (!isUpsynced(obj) || (old != nil && !isUpsynced(old))) && !sameProjection(old, obj) {
 			c.workloadChanged(obj)
 		}
 		c.workloadChangedForUpsync(gr, obj)
@@ -223,6 +225,17 @@ func (c *Controller) workloadHandler(gr schema.GroupResource) cache.ResourceEven
 		UpdateFunc: func(old, obj any) { changed(asUnstructured(old), asUnstructured(obj)) },
 		DeleteFunc: func(obj any) { changed(nil, asUnstructured(obj)) },
 	}
+}
+
+// sameProjection says that an update changed nothing a copy is made of: only the status, or
+// what the server or the status summarizer keeps on the object (its resourceVersion, the
+// executing-count annotation...). Such updates, which the status summarizer makes on every
+// placed object while a placement rolls out, queue no mailbox.
+func sameProjection(old, obj *unstructured.Unstructured) bool {
+	if old == nil || obj == nil || old.GetDeletionTimestamp().IsZero() != obj.GetDeletionTimestamp().IsZero() {
+		return false
+	}
+	return equality.Semantic.DeepEqual(projection.Sanitize(old).Object, projection.Sanitize(obj).Object)
 }
 
 // workloadObject is one object of a workload workspace, with its kind.

@@ -236,3 +236,52 @@ func TestMailboxOf(t *testing.T) {
 		})
 	}
 }
+
+func TestSameProjection(t *testing.T) {
+	base := func() *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "apps/v1", "kind": "Deployment",
+			"metadata": map[string]any{"name": "web", "namespace": "ns", "resourceVersion": "1",
+				"labels": map[string]any{"app": "web"}},
+			"spec":   map[string]any{"replicas": int64(1)},
+			"status": map[string]any{"readyReplicas": int64(0)},
+		}}
+		return u
+	}
+	tests := []struct {
+		name   string
+		change func(u *unstructured.Unstructured)
+		want   bool
+	}{
+		{"only the resourceVersion", func(u *unstructured.Unstructured) { u.SetResourceVersion("2") }, true},
+		{"the summarizer's annotations", func(u *unstructured.Unstructured) {
+			u.SetAnnotations(map[string]string{edgev1alpha1.AnnotationExecutingCount: "3", edgev1alpha1.AnnotationSingletonStatusFrom: "a|b"})
+		}, true},
+		{"the status", func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(u.Object, int64(1), "status", "readyReplicas")
+		}, true},
+		{"the spec", func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(u.Object, int64(2), "spec", "replicas")
+		}, false},
+		{"a label", func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{"app": "db"}) }, false},
+		{"an annotation of the author", func(u *unstructured.Unstructured) {
+			u.SetAnnotations(map[string]string{edgev1alpha1.AnnotationCustomizer: "c"})
+		}, false},
+		{"deletion begins", func(u *unstructured.Unstructured) {
+			now := metav1.Now()
+			u.SetDeletionTimestamp(&now)
+		}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			old, obj := base(), base()
+			tt.change(obj)
+			if got := sameProjection(old, obj); got != tt.want {
+				t.Errorf("sameProjection() = %v, want %v", got, tt.want)
+			}
+		})
+	}
+	if sameProjection(nil, base()) {
+		t.Errorf("sameProjection(nil, obj) = true: a new object must queue its mailboxes")
+	}
+}
