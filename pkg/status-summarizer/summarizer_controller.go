@@ -20,7 +20,8 @@
 // workloads export's kinds through that export's virtual workspace; placements, slices and
 // SyncTargets through edge.kcp.io's; the mailbox workspaces with a watch on the ESPW. Changes are
 // coalesced per placement and per object: a burst of any number of edge status changes makes at
-// most one status write per placement and one write per object each CoalescePeriod.
+// most one status write per placement each CoalescePeriod and one write per object each
+// ObjectCoalescePeriod.
 package statussummarizer
 
 import (
@@ -55,9 +56,15 @@ import (
 // ControllerName names the controller in logs, metrics and --controllers.
 const ControllerName = "status-summarizer"
 
-// CoalescePeriod is the least time between two writes for one placement or one object: a change
-// after a quiet period is summarized at once, later ones within the period together at its end.
+// CoalescePeriod is the least time between two writes for one placement: a change after a quiet
+// period is summarized at once, later ones within the period together at its end.
 const CoalescePeriod = time.Second
+
+// ObjectCoalescePeriod is the same for one workload object (its executing-count, and a
+// singleton's status). It is longer: while a placement rolls out, every object it selects
+// changes count with every destination that applies it, and each write into the workload
+// workspace is one more for kcp, which is busy writing the copies.
+const ObjectCoalescePeriod = 5 * time.Second
 
 const resyncPeriod = 10 * time.Minute
 
@@ -131,6 +138,17 @@ type Controller struct {
 	// brokenSince remembers when each broken entry of each placement was first seen.
 	brokenMu    sync.Mutex
 	brokenSince map[placementKey]map[string]metav1.Time
+
+	// reported remembers what was last written on each workload object, so that a new count
+	// is written without reading the object first.
+	reportedMu sync.Mutex
+	reported   map[objectKey]objectReport
+}
+
+// objectReport is what the summarizer last wrote on a workload object, and when.
+type objectReport struct {
+	count, singletonFrom string
+	at                   time.Time
 }
 
 // NewController builds the controller and its informers.
@@ -146,7 +164,8 @@ func NewController(cfg Config) (*Controller, error) {
 		cfg:            cfg,
 		edgeVW:         edgeVW,
 		placementQueue: newCoalescingQueue[placementKey]("status-summarizer-placements", CoalescePeriod),
-		objectQueue:    newCoalescingQueue[objectKey]("status-summarizer-objects", CoalescePeriod),
+		objectQueue:    newCoalescingQueue[objectKey]("status-summarizer-objects", ObjectCoalescePeriod),
+		reported:       map[objectKey]objectReport{},
 		brokenSince:    map[placementKey]map[string]metav1.Time{},
 	}
 	newInformer := func(gvr schema.GroupVersionResource, indexers cache.Indexers) cache.SharedIndexInformer {

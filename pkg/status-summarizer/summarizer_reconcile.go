@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"sort"
 	"strconv"
+	"time"
 
 	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
 	tenancyv1alpha1 "github.com/kcp-dev/kcp/sdk/apis/tenancy/v1alpha1"
@@ -187,10 +188,37 @@ func (c *Controller) syncObject(ctx context.Context, k objectKey) error {
 		}
 	}
 	singleFrom, singleStatus := c.singletonStatus(k, placements)
+	wantCount := ""
+	if len(copies) > 0 {
+		wantCount = strconv.Itoa(executing)
+	}
 
 	client := c.edgeVW.Cluster(logicalcluster.NewPath(k.cluster)).Resource(k.gvr).Namespace(k.namespace)
+	// With no singleton status involved, and the object's annotations written by this process
+	// lately, the object need not be read: write the count if it changed.
+	if last, ok := c.lastReport(k); ok && singleFrom == "" && last.singletonFrom == "" {
+		if last.count == wantCount {
+			return nil
+		}
+		body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{
+			edgev1alpha1.AnnotationExecutingCount: nullIfEmpty(wantCount)}}})
+		_, err := client.Patch(ctx, k.name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager})
+		if apierrors.IsNotFound(err) {
+			c.setReport(k, nil)
+			return nil
+		}
+		if err != nil {
+			c.setReport(k, nil)
+			return fmt.Errorf("annotating %s: %w", k, err)
+		}
+		c.setReport(k, &objectReport{count: wantCount})
+		logger.V(2).Info("annotated", "executingCount", wantCount)
+		return nil
+	}
+
 	obj, err := client.Get(ctx, k.name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
+		c.setReport(k, nil)
 		return nil
 	}
 	if err != nil {
@@ -200,10 +228,6 @@ func (c *Controller) syncObject(ctx context.Context, k objectKey) error {
 	// The annotations: the executing count while copies exist, and where the status comes from.
 	annotations := obj.GetAnnotations()
 	patch := map[string]any{}
-	wantCount := ""
-	if len(copies) > 0 {
-		wantCount = strconv.Itoa(executing)
-	}
 	if annotations[edgev1alpha1.AnnotationExecutingCount] != wantCount {
 		patch[edgev1alpha1.AnnotationExecutingCount] = nullIfEmpty(wantCount)
 	}
@@ -222,6 +246,7 @@ func (c *Controller) syncObject(ctx context.Context, k objectKey) error {
 		}
 		logger.V(2).Info("annotated", "executingCount", wantCount, "singletonStatusFrom", singleFrom)
 	}
+	c.setReport(k, &objectReport{count: wantCount, singletonFrom: singleFrom})
 
 	// The status: copied from the one destination, or withdrawn.
 	if singleFrom == "" && hadSingleton == "" {
@@ -246,6 +271,32 @@ func (c *Controller) syncObject(ctx context.Context, k objectKey) error {
 	}
 	logger.V(2).Info("wrote the status reported by the one destination", "from", singleFrom)
 	return nil
+}
+
+// reportMemory is how long what was written on an object is trusted without reading it: an
+// annotation someone else changed or removed is put right within this long.
+const reportMemory = 10 * time.Minute
+
+// lastReport returns what this process last wrote on the object, if it did so within
+// reportMemory.
+func (c *Controller) lastReport(k objectKey) (objectReport, bool) {
+	c.reportedMu.Lock()
+	defer c.reportedMu.Unlock()
+	r, ok := c.reported[k]
+	return r, ok && time.Since(r.at) < reportMemory
+}
+
+// setReport records what was written on the object; nil forgets it. An object whose copies are
+// all gone is forgotten too, so that the memory holds only placed objects.
+func (c *Controller) setReport(k objectKey, r *objectReport) {
+	c.reportedMu.Lock()
+	defer c.reportedMu.Unlock()
+	if r == nil || (r.count == "" && r.singletonFrom == "") {
+		delete(c.reported, k)
+		return
+	}
+	r.at = time.Now()
+	c.reported[k] = *r
 }
 
 // singletonStatus finds a placement among those selecting the object that wants singleton
