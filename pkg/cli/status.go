@@ -461,6 +461,11 @@ func mailboxCopies(ctx context.Context, cfg *rest.Config) ([]copyView, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Which version of each copy the syncer reports applied at the edge.
+	var applied map[string]string
+	if cfgObj, err := client.Resource(edgev1alpha1.SchemeGroupVersion.WithResource("syncerconfigs")).Get(ctx, edgev1alpha1.SyncerConfigName, metav1.GetOptions{}); err == nil {
+		applied, _, _ = unstructured.NestedStringMap(cfgObj.Object, "status", "applied")
+	}
 	selector := edgev1alpha1.LabelProjected + "=true"
 	var views []copyView
 	seen := map[schema.GroupResource]bool{}
@@ -481,9 +486,10 @@ func mailboxCopies(ctx context.Context, cfg *rest.Config) ([]copyView, error) {
 			}
 			for i := range items.Items {
 				c := &items.Items[i]
-				state, reason := statussummarizer.CopyState(c)
+				name := edgev1alpha1.CopyKey(gr, c.GetNamespace(), c.GetName())
+				state, reason := statussummarizer.CopyState(c, applied[name])
 				views = append(views, copyView{
-					Object: statussummarizer.ObjectName(gr, c.GetNamespace(), c.GetName()),
+					Object: name,
 					Source: c.GetLabels()[edgev1alpha1.LabelSourceCluster], Placements: c.GetAnnotations()[edgev1alpha1.AnnotationPlacements],
 					State: string(state), Reason: reason,
 				})

@@ -72,9 +72,15 @@ func (c *Controller) reconcileMailbox(ctx context.Context, name string) (time.Du
 	writable := d
 	var recheck time.Duration
 	if (needsWorkloadsBinding(d) || upsyncNeedsWorkloads(d.upsync, c.workload.resources)) && !state.workloadsBound {
-		bound, err := c.ensureWorkloadsBinding(ctx, mb)
+		bound, created, err := c.ensureWorkloadsBinding(ctx, mb)
 		if err != nil {
 			return 0, err
+		}
+		if created {
+			// Come back once the other mailboxes waiting have their bindings made too, so that
+			// kcp binds them all while the copies are written.
+			res.pending = true
+			return time.Millisecond, nil
 		}
 		if bound {
 			state.workloadsBound = true
@@ -316,8 +322,8 @@ func gvrsNeedWorkloads(gvrs []schema.GroupVersionResource) bool {
 }
 
 // ensureWorkloadsBinding makes the mailbox bind the workloads export, and says whether it is
-// bound.
-func (c *Controller) ensureWorkloadsBinding(ctx context.Context, mb logicalcluster.Path) (bool, error) {
+// bound and whether it created the binding just now.
+func (c *Controller) ensureWorkloadsBinding(ctx context.Context, mb logicalcluster.Path) (bound, created bool, err error) {
 	bindings := c.cfg.KCP.Cluster(mb).ApisV1alpha2().APIBindings()
 	b, err := bindings.Get(ctx, edgev1alpha1.WorkloadsAPIExportName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -328,9 +334,10 @@ func (c *Controller) ensureWorkloadsBinding(ctx context.Context, mb logicalclust
 				Path: c.cfg.ESPW.String(), Name: edgev1alpha1.WorkloadsAPIExportName,
 			}}},
 		}, metav1.CreateOptions{})
+		created = err == nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("binding %s in mailbox %s: %w", edgev1alpha1.WorkloadsAPIExportName, mb, err)
+		return false, false, fmt.Errorf("binding %s in mailbox %s: %w", edgev1alpha1.WorkloadsAPIExportName, mb, err)
 	}
-	return b.Status.Phase == apisv1alpha2.APIBindingPhaseBound, nil
+	return b.Status.Phase == apisv1alpha2.APIBindingPhaseBound, created, nil
 }

@@ -72,6 +72,9 @@ var (
 	placementsGVR  = edgev1alpha1.SchemeGroupVersion.WithResource("edgeplacements")
 	slicesGVR      = edgev1alpha1.SchemeGroupVersion.WithResource("singleplacementslices")
 	syncTargetsGVR = edgev1alpha1.SchemeGroupVersion.WithResource("synctargets")
+	// syncerConfigsGVR is a resource of mailbox.edge.kcp.io, watched through its virtual
+	// workspace.
+	syncerConfigsGVR = edgev1alpha1.SchemeGroupVersion.WithResource("syncerconfigs")
 )
 
 // Index names.

@@ -30,7 +30,10 @@ type copyWatches struct {
 
 	mu        sync.RWMutex
 	informers map[schema.GroupVersionResource]cache.SharedIndexInformer
-	pending   int // groups of watches not started yet
+	// configs watches the mailboxes' SyncerConfigs, whose status.applied says which version of
+	// each copy is at the edge.
+	configs cache.SharedIndexInformer
+	pending int // groups of watches not started yet
 }
 
 // copyRef is a copy and the resource it is of.
@@ -100,6 +103,24 @@ func (w *copyWatches) startGroup(ctx context.Context, export string, gvrs []sche
 		w.informers[gvr] = informer
 		started = append(started, informer)
 	}
+	if export == edgev1alpha1.MailboxAPIExportName {
+		informer := kcpdynamicinformer.NewFilteredDynamicInformer(client, syncerConfigsGVR, resyncPeriod, cache.Indexers{
+			kcpcache.ClusterIndexName: kcpcache.ClusterIndexFunc,
+		}, nil).Informer()
+		if err := informer.SetTransform(slimSyncerConfig); err != nil {
+			logger.Error(err, "setting the transform of the SyncerConfig watch")
+		}
+		if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { w.appliedChanged(nil, asUnstructured(obj)) },
+			UpdateFunc: func(old, obj any) { w.appliedChanged(asUnstructured(old), asUnstructured(obj)) },
+			DeleteFunc: func(obj any) { w.appliedChanged(asUnstructured(obj), nil) },
+		}); err != nil {
+			logger.Error(err, "watching SyncerConfigs")
+		} else {
+			w.configs = informer
+			started = append(started, informer)
+		}
+	}
 	w.pending--
 	w.mu.Unlock()
 	logger.Info("watching the copies in all mailboxes through the virtual workspace", "url", url, "resources", len(started))
@@ -118,7 +139,87 @@ func (w *copyWatches) hasSynced() bool {
 			return false
 		}
 	}
-	return true
+	return w.configs == nil || w.configs.HasSynced()
+}
+
+// appliedHash returns the projection hash of the version of a copy that its syncer reports
+// applied at the edge ("" if none), from the mailbox's SyncerConfig status.applied.
+func (w *copyWatches) appliedHash(cp copyRef) string {
+	w.mu.RLock()
+	configs := w.configs
+	w.mu.RUnlock()
+	if configs == nil {
+		return ""
+	}
+	obj, exists, _ := configs.GetIndexer().GetByKey(kcpcache.ToClusterAwareKey(logicalcluster.From(cp.obj).String(), "", edgev1alpha1.SyncerConfigName))
+	if !exists {
+		return ""
+	}
+	applied, _, _ := unstructured.NestedStringMap(asUnstructured(obj).Object, "status", "applied")
+	return applied[edgev1alpha1.CopyKey(cp.gvr.GroupResource(), cp.obj.GetNamespace(), cp.obj.GetName())]
+}
+
+// appliedChanged queues what a change of a SyncerConfig's status.applied affects: each copy
+// whose entry changed, as if the copy itself had changed.
+func (w *copyWatches) appliedChanged(old, obj *unstructured.Unstructured) {
+	var before, after map[string]string
+	var mb logicalcluster.Name
+	if old != nil {
+		before, _, _ = unstructured.NestedStringMap(old.Object, "status", "applied")
+		mb = logicalcluster.From(old)
+	}
+	if obj != nil {
+		after, _, _ = unstructured.NestedStringMap(obj.Object, "status", "applied")
+		mb = logicalcluster.From(obj)
+	}
+	changed := map[string]bool{}
+	for k, v := range after {
+		if before[k] != v {
+			changed[k] = true
+		}
+	}
+	for k := range before {
+		if _, ok := after[k]; !ok {
+			changed[k] = true
+		}
+	}
+	if len(changed) == 0 {
+		return
+	}
+	w.mu.RLock()
+	byGR := make(map[schema.GroupResource]schema.GroupVersionResource, len(w.informers))
+	for gvr := range w.informers {
+		byGR[gvr.GroupResource()] = gvr
+	}
+	w.mu.RUnlock()
+	for key := range changed {
+		gr, ns, name, ok := edgev1alpha1.ParseCopyKey(key)
+		if !ok {
+			continue
+		}
+		gvr, ok := byGR[gr]
+		if !ok {
+			continue
+		}
+		if cp := w.get(gvr, mb, ns, name); cp != nil {
+			w.c.copyChanged(gvr, cp)
+		}
+	}
+}
+
+// slimSyncerConfig keeps of a cached SyncerConfig only what summarizing reads: its identity and
+// status.applied.
+func slimSyncerConfig(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	u.SetManagedFields(nil)
+	delete(u.Object, "spec")
+	if status, ok := u.Object["status"].(map[string]any); ok {
+		u.Object["status"] = map[string]any{"applied": status["applied"]}
+	}
+	return u, nil
 }
 
 // byIndex returns the copies of every resource under key of index.

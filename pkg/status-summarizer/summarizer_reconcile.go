@@ -121,7 +121,7 @@ func (c *Controller) viewsOf(pk placementKey, dests []destination) ([]Destinatio
 		if byMailbox[mb] == nil {
 			byMailbox[mb] = map[string]ObjectState{}
 		}
-		state, reason := CopyState(cp.obj)
+		state, reason := CopyState(cp.obj, c.copies.appliedHash(cp))
 		byMailbox[mb][name] = ObjectState{State: state, Reason: reason}
 	}
 	views := make([]DestinationView, 0, len(dests))
@@ -180,7 +180,7 @@ func (c *Controller) syncObject(ctx context.Context, k objectKey) error {
 	executing := 0
 	placements := map[string]bool{}
 	for _, cp := range copies {
-		if cp.obj.GetAnnotations()[edgev1alpha1.AnnotationAppliedHash] != "" {
+		if c.copies.appliedHash(cp) != "" {
 			executing++
 		}
 		for _, p := range placementsOf(cp.obj) {
@@ -331,7 +331,7 @@ func (c *Controller) singletonStatus(k objectKey, placements map[string]bool) (s
 		}
 		if status != nil {
 			// Whether the copy's status is of its current version, in the copy's generations.
-			if state, _ := CopyState(cp); state == StatePending {
+			if state, _ := CopyState(cp, c.copies.appliedHash(copyRef{obj: cp, gvr: k.gvr})); state == StatePending {
 				status["observedGeneration"] = int64(-1)
 			} else if og, ok, _ := unstructured.NestedInt64(status, "observedGeneration"); ok && og < cp.GetGeneration() {
 				status["observedGeneration"] = int64(-1)

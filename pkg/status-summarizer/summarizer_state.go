@@ -3,7 +3,6 @@ package statussummarizer
 import (
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -35,16 +34,17 @@ const (
 	StateStale State = "Stale"
 )
 
-// CopyState tells the state of an object at a destination from its mailbox copy: the syncer's
-// annotations say whether the copy's current version is applied at the edge or was refused, and
-// kstatus, on the status the syncer copied back from the edge, whether it is ready.
-func CopyState(copyObj *unstructured.Unstructured) (State, string) {
+// CopyState tells the state of an object at a destination from its mailbox copy and the
+// projection hash of the version of it that the syncer reports applied at the edge (its
+// mailbox's SyncerConfig status.applied; "" if none): the syncer's annotation says whether the
+// edge refused it, the hashes whether the copy's current version is applied, and kstatus, on the
+// status the syncer copied back from the edge, whether it is ready.
+func CopyState(copyObj *unstructured.Unstructured, appliedHash string) (State, string) {
 	annotations := copyObj.GetAnnotations()
 	if msg := annotations[edgev1alpha1.AnnotationSyncError]; msg != "" {
 		return StateFailed, msg
 	}
-	projected := annotations[edgev1alpha1.AnnotationProjectionHash]
-	if applied := annotations[edgev1alpha1.AnnotationAppliedHash]; applied == "" || applied != projected {
+	if appliedHash == "" || appliedHash != annotations[edgev1alpha1.AnnotationProjectionHash] {
 		return StatePending, "not applied at the edge yet"
 	}
 	result, err := kstatus.Compute(copyObj)
@@ -62,15 +62,10 @@ func CopyState(copyObj *unstructured.Unstructured) (State, string) {
 }
 
 // ObjectName names an object in summaries: <resource>.<group>/<namespace>/<name>, without the
-// group for the core group and without the namespace for a cluster-scoped object.
+// group for the core group and without the namespace for a cluster-scoped object (the same as
+// the keys of SyncerConfig status.applied).
 func ObjectName(gr schema.GroupResource, namespace, name string) string {
-	var b strings.Builder
-	b.WriteString(gr.String())
-	if namespace != "" {
-		b.WriteString("/" + namespace)
-	}
-	b.WriteString("/" + name)
-	return b.String()
+	return edgev1alpha1.CopyKey(gr, namespace, name)
 }
 
 // DestinationView is what the summarizer knows of one destination of a placement.

@@ -27,7 +27,7 @@ func deploymentCopy(annotations map[string]string, status map[string]any) *unstr
 }
 
 func applied(extra ...string) map[string]string {
-	a := map[string]string{edgev1alpha1.AnnotationProjectionHash: "h2", edgev1alpha1.AnnotationAppliedHash: "h2"}
+	a := map[string]string{edgev1alpha1.AnnotationProjectionHash: "h2"}
 	for i := 0; i+1 < len(extra); i += 2 {
 		a[extra[i]] = extra[i+1]
 	}
@@ -51,21 +51,24 @@ func TestCopyState(t *testing.T) {
 	failedStatus := readyStatus(3)
 	failedStatus["conditions"] = []any{map[string]any{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded", "message": "stuck"}}
 	for _, tc := range []struct {
-		name  string
-		copy  *unstructured.Unstructured
-		state State
+		name    string
+		copy    *unstructured.Unstructured
+		applied string // the hash the syncer reports applied
+		state   State
 	}{
-		{"refused at the edge", deploymentCopy(applied(edgev1alpha1.AnnotationSyncError, "field is immutable"), readyStatus(3)), StateFailed},
-		{"never applied", deploymentCopy(map[string]string{edgev1alpha1.AnnotationProjectionHash: "h2"}, nil), StatePending},
-		{"an older version applied", deploymentCopy(applied(edgev1alpha1.AnnotationAppliedHash, "h1"), readyStatus(3)), StatePending},
-		{"applied, no status yet", deploymentCopy(applied(), nil), StateApplied},
-		{"applied, status of an older generation", deploymentCopy(applied(), readyStatus(2)), StateApplied},
-		{"applied and ready", deploymentCopy(applied(), readyStatus(3)), StateReady},
-		{"applied and failed", deploymentCopy(applied(), failedStatus), StateFailed},
-		{"a kind without status, applied", configMap, StateReady},
+		{"refused at the edge", deploymentCopy(applied(edgev1alpha1.AnnotationSyncError, "field is immutable"), readyStatus(3)), "h2", StateFailed},
+		{"never applied", deploymentCopy(applied(), nil), "", StatePending},
+		{"never applied, with a status", deploymentCopy(applied(), readyStatus(3)), "", StatePending},
+		{"an older version applied", deploymentCopy(applied(), readyStatus(3)), "h1", StatePending},
+		{"applied, no status yet", deploymentCopy(applied(), nil), "h2", StateApplied},
+		{"applied, status of an older generation", deploymentCopy(applied(), readyStatus(2)), "h2", StateApplied},
+		{"applied and ready", deploymentCopy(applied(), readyStatus(3)), "h2", StateReady},
+		{"applied and failed", deploymentCopy(applied(), failedStatus), "h2", StateFailed},
+		{"a kind without status, applied", configMap, "h2", StateReady},
+		{"a kind without status, not applied", configMap, "", StatePending},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, reason := CopyState(tc.copy)
+			got, reason := CopyState(tc.copy, tc.applied)
 			if got != tc.state {
 				t.Errorf("CopyState = %s (%s), want %s", got, reason, tc.state)
 			}
@@ -213,7 +216,7 @@ func BenchmarkPlacementPass(b *testing.B) {
 		for d := range dests {
 			dests[d] = DestinationView{Name: fmt.Sprintf("imw:edge-%03d", d), Objects: map[string]ObjectState{}}
 			for o, name := range objects {
-				state, reason := CopyState(copies[(d*11+o)%len(copies)])
+				state, reason := CopyState(copies[(d*11+o)%len(copies)], "h2")
 				dests[d].Objects[name] = ObjectState{State: state, Reason: reason}
 			}
 		}

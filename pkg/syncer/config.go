@@ -166,6 +166,18 @@ func (s *Syncer) applyConfig(ctx context.Context) error {
 		s.downsync[gr] = w
 		started = append(started, w)
 	}
+	if first {
+		// What the last run reported applied stays reported until each copy is looked at
+		// again, so that a restart does not show the fleet's copies pending for a while.
+		for key, hash := range cfg.Status.Applied {
+			if gr, ns, name, ok := edgev1alpha1.ParseCopyKey(key); ok {
+				src := sourceKey{Group: gr.Group, Resource: gr.Resource, Namespace: ns, Name: name}
+				if _, known := s.appliedCopies[src]; !known {
+					s.appliedCopies[src] = hash
+				}
+			}
+		}
+	}
 	s.configSeen = true
 	s.observedGeneration = cfg.Generation
 	s.configErrors = configErrors

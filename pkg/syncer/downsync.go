@@ -97,14 +97,14 @@ func (s *Syncer) applyAtEdge(ctx context.Context, src sourceKey, w *downsyncWatc
 		}
 		if createOnly && managed {
 			s.clearObjectError(ctx, src, w, copyObj)
-			s.markApplied(ctx, src, w, copyObj)
+			s.markApplied(src, copyObj)
 			s.queueStatus(src)
 			return 0, nil
 		}
 		if managed && live.GetAnnotations()[s.own.hashAnnotation] == hash && containsAll(live.Object, desired.Object) {
 			s.recordApplied(src, hash)
 			s.clearObjectError(ctx, src, w, copyObj)
-			s.markApplied(ctx, src, w, copyObj)
+			s.markApplied(src, copyObj)
 			return 0, nil
 		}
 		drift = managed && live.GetAnnotations()[s.own.hashAnnotation] == hash
@@ -126,7 +126,7 @@ func (s *Syncer) applyAtEdge(ctx context.Context, src sourceKey, w *downsyncWatc
 	if createOnly {
 		s.annotateCopy(ctx, src, w, copyObj, edgev1alpha1.AnnotationCreatedAtEdge, time.Now().UTC().Format(time.RFC3339))
 	}
-	s.markApplied(ctx, src, w, copyObj)
+	s.markApplied(src, copyObj)
 	switch {
 	case drift && (live == nil || live.GetResourceVersion() != applied.GetResourceVersion()):
 		what := "edited"
@@ -147,11 +147,20 @@ func (s *Syncer) applyAtEdge(ctx context.Context, src sourceKey, w *downsyncWatc
 	return 0, nil
 }
 
-// markApplied records on the copy that this version of it is at the edge: its projection hash
-// in AnnotationAppliedHash, which the status summarizer compares with the copy's own.
-func (s *Syncer) markApplied(ctx context.Context, src sourceKey, w *downsyncWatch, copyObj *unstructured.Unstructured) {
-	if hash := copyObj.GetAnnotations()[edgev1alpha1.AnnotationProjectionHash]; hash != "" {
-		s.annotateCopy(ctx, src, w, copyObj, edgev1alpha1.AnnotationAppliedHash, hash)
+// markApplied records that this version of the copy is at the edge: its projection hash goes
+// into SyncerConfig status.applied with the next report, which the status summarizer compares
+// with the copy's own. One report write covers every copy applied within reportCoalesce.
+func (s *Syncer) markApplied(src sourceKey, copyObj *unstructured.Unstructured) {
+	hash := copyObj.GetAnnotations()[edgev1alpha1.AnnotationProjectionHash]
+	if hash == "" {
+		return
+	}
+	s.mu.Lock()
+	changed := s.appliedCopies[src] != hash
+	s.appliedCopies[src] = hash
+	s.mu.Unlock()
+	if changed {
+		s.reportQueue.AddAfter("report", reportCoalesce)
 	}
 }
 
@@ -231,6 +240,10 @@ func (s *Syncer) forget(src sourceKey) {
 	}
 	delete(s.applied, src)
 	delete(s.statusWritten, src)
+	if _, ok := s.appliedCopies[src]; ok {
+		delete(s.appliedCopies, src)
+		s.reportQueue.AddAfter("report", reportCoalesce)
+	}
 	if _, ok := s.objectErrors[src]; ok {
 		delete(s.objectErrors, src)
 		s.reportQueue.AddAfter("report", reportCoalesce)

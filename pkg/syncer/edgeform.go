@@ -103,7 +103,7 @@ func (o ownership) managedBy(live *unstructured.Unstructured) (managed, created 
 // mailboxOnlyAnnotations are edge-mc annotations that describe a copy's life in the mailbox and
 // do not travel to the edge.
 var mailboxOnlyAnnotations = []string{
-	edgev1alpha1.AnnotationPlacements, edgev1alpha1.AnnotationProjectionHash, edgev1alpha1.AnnotationAppliedHash,
+	edgev1alpha1.AnnotationPlacements, edgev1alpha1.AnnotationProjectionHash,
 	edgev1alpha1.AnnotationSyncError, edgev1alpha1.AnnotationCreatedAtEdge,
 }
 

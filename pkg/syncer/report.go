@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -29,9 +30,10 @@ func (s *Syncer) writeReport(ctx context.Context, _ string) (time.Duration, erro
 		errs = append(errs, src.String()+": "+msg)
 	}
 	generation := s.observedGeneration
+	applied := s.appliedReportLocked()
 	s.mu.Unlock()
 	errs = sortedErrors(errs, maxReportedErrors)
-	id := fmt.Sprintf("%d|%s", generation, strings.Join(errs, "\n"))
+	id := fmt.Sprintf("%d|%s|%s", generation, strings.Join(errs, "\n"), appliedID(applied))
 	s.mu.Lock()
 	same := id == s.lastReport
 	s.mu.Unlock()
@@ -44,6 +46,9 @@ func (s *Syncer) writeReport(ctx context.Context, _ string) (time.Duration, erro
 	}
 	if len(errs) > 0 {
 		status["errors"] = errs // left out when there are none, which withdraws the earlier ones
+	}
+	if len(applied) > 0 {
+		status["applied"] = applied
 	}
 	body, err := json.Marshal(map[string]any{
 		"apiVersion": edgev1alpha1.SchemeGroupVersion.String(),
@@ -67,3 +72,40 @@ func (s *Syncer) writeReport(ctx context.Context, _ string) (time.Duration, erro
 
 // reportCoalesce gathers errors that come in a burst into one write of the SyncerConfig's status.
 const reportCoalesce = time.Second
+
+// appliedReportLocked returns status.applied: the applied version of each copy, keyed by
+// edgev1alpha1.CopyKey. Copies that are no longer in the mailbox are dropped (those reported by
+// an earlier run and gone since): a copy whose resource is not synced any more, or whose watch
+// has synced without it. s.mu is held.
+func (s *Syncer) appliedReportLocked() map[string]string {
+	out := make(map[string]string, len(s.appliedCopies))
+	for src, hash := range s.appliedCopies {
+		w := s.downsync[src.groupResource()]
+		if w == nil {
+			delete(s.appliedCopies, src)
+			continue
+		}
+		if w.run.informer.HasSynced() {
+			if _, exists, _ := w.run.informer.GetStore().GetByKey(cacheKey(src.Namespace, src.Name)); !exists {
+				delete(s.appliedCopies, src)
+				continue
+			}
+		}
+		out[edgev1alpha1.CopyKey(src.groupResource(), src.Namespace, src.Name)] = hash
+	}
+	return out
+}
+
+// appliedID is a stable rendering of status.applied, to tell whether it changed.
+func appliedID(applied map[string]string) string {
+	keys := make([]string, 0, len(applied))
+	for k := range applied {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString(k + "=" + applied[k] + ";")
+	}
+	return b.String()
+}

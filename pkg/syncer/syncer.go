@@ -139,6 +139,9 @@ type Syncer struct {
 	targets map[sourceKey]objectRef
 	// applied is the hash last applied for each copy, to tell a repair from an update.
 	applied map[sourceKey]string
+	// appliedCopies is the projection hash of the version of each copy that is at the edge,
+	// reported in SyncerConfig status.applied.
+	appliedCopies map[sourceKey]string
 	// objectErrors and configErrors are reported in the SyncerConfig's status.
 	objectErrors map[sourceKey]string
 	// statusWritten is when the status of each copy was last written, for coalescing.
@@ -199,6 +202,7 @@ func New(cfg Config) (*Syncer, error) {
 		upsync:        map[schema.GroupVersionResource]*upsyncWatch{},
 		targets:       map[sourceKey]objectRef{},
 		applied:       map[sourceKey]string{},
+		appliedCopies: map[sourceKey]string{},
 		objectErrors:  map[sourceKey]string{},
 		statusWritten: map[sourceKey]time.Time{},
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 	"github.com/kcp-dev/edge-mc/test/framework"
@@ -285,18 +286,23 @@ func (f *fleet) update(ctx context.Context, edges *view, fig *updateFigures) err
 		return err
 	}
 	deployments := wmw.Resource(deploymentsGVR).Namespace(groupNamespace(0))
-	dep, err := deployments.Get(ctx, deploymentName, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	containers, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
-	containers[0].(map[string]any)["image"] = updatedImage
-	if err := unstructured.SetNestedSlice(dep.Object, containers, "spec", "template", "spec", "containers"); err != nil {
-		return err
-	}
 	say("update: the image of Deployment %s/%s, placed at %d destinations", groupNamespace(0), deploymentName, len(dests))
 	t0 := time.Now()
-	if _, err := deployments.Update(ctx, dep, metav1.UpdateOptions{}); err != nil {
+	// The status summarizer writes the object's executing-count annotation now and then: read
+	// and write again on a conflict, as any client would.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		dep, err := deployments.Get(ctx, deploymentName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		containers, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
+		containers[0].(map[string]any)["image"] = updatedImage
+		if err := unstructured.SetNestedSlice(dep.Object, containers, "spec", "template", "spec", "containers"); err != nil {
+			return err
+		}
+		_, err = deployments.Update(ctx, dep, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
 		return fmt.Errorf("updating Deployment %s/%s: %w", groupNamespace(0), deploymentName, err)
 	}
 	at, err := await(ctx, all, stall, "the new image at every edge", func() (int, string) {

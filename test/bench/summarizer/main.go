@@ -4,10 +4,11 @@
 //     Location, a workload workspace with K Deployments and an EdgePlacement selecting them, and
 //     edge-controller-manager with all its controllers, until the placement translator has
 //     written the N*K copies into the N mailboxes;
-//  2. storm: a parallel client plays the syncers: on every copy it writes what a syncer writes
-//     once the copy is applied and ready at its edge (the applied-hash annotation, then a ready
-//     status), 2*N*K writes; the clock runs until the placement's summary says ready at N, and the
-//     writes into the workload workspace (placement status, object annotations) are counted;
+//  2. storm: a parallel client plays the syncers: in every mailbox it writes what a syncer writes
+//     once the copies are applied and ready at its edge (SyncerConfig status.applied naming every
+//     copy's version, then a ready status on each Deployment copy), N*(K+1) writes; the clock runs
+//     until the placement's summary says ready at N, and the writes into the workload workspace
+//     (placement status, object annotations) are counted;
 //  3. latency: M times, one copy's status turns failed (then back), and the clock runs until the
 //     placement's summary shows it: p50, p99, max;
 //
@@ -54,6 +55,8 @@ var (
 	placementsGVR  = edgev1alpha1.SchemeGroupVersion.WithResource("edgeplacements")
 	deploymentsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
 	namespacesGVR  = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	// syncerConfigsGVR: the one SyncerConfig of each mailbox.
+	syncerConfigsGVR = edgev1alpha1.SchemeGroupVersion.WithResource("syncerconfigs")
 )
 
 type result struct {
@@ -171,11 +174,19 @@ func run(n, k, samples, parallel, workers int, jsonOut string) error {
 		return err
 	}
 	ready := b.watchSummary(func(c edgev1alpha1.DestinationCounts) bool { return int(c.Ready) == n })
-	say("storm: %d copies marked applied and ready, %d at a time (2 writes each)", len(copies), parallel)
+	byMailbox := map[dynamic.ResourceInterface][]mailboxCopy{}
+	var configs []dynamic.ResourceInterface
+	for _, c := range copies {
+		if byMailbox[c.config] == nil {
+			configs = append(configs, c.config)
+		}
+		byMailbox[c.config] = append(byMailbox[c.config], c)
+	}
+	say("storm: %d copies in %d mailboxes marked applied (one SyncerConfig status write per mailbox) and ready, %d mailboxes at a time", len(copies), len(configs), parallel)
 	start := time.Now()
 	var writes atomic.Int64
-	if err := framework.ForEach(len(copies), parallel, func(i int) error {
-		return copies[i].markReady(ctx, &writes)
+	if err := framework.ForEach(len(configs), parallel, func(i int) error {
+		return markReady(ctx, configs[i], byMailbox[configs[i]], &writes)
 	}); err != nil {
 		return err
 	}
@@ -335,6 +346,8 @@ func (b *bench) workload(k int) error {
 // mailboxCopy is one Deployment copy in one mailbox.
 type mailboxCopy struct {
 	client     dynamic.ResourceInterface
+	config     dynamic.ResourceInterface // the mailbox's SyncerConfigs
+	key        string                    // as in SyncerConfig status.applied
 	name       string
 	projection string
 	// hasStatus: a Deployment, whose status the syncer copies back (the namespace has none).
@@ -353,7 +366,7 @@ func (b *bench) waitForCopies(n, k int) ([]mailboxCopy, error) {
 		return nil, err
 	}
 	say("set-up: waiting for the %d copies", n*(k+1))
-	var mailboxes, namespaces []dynamic.ResourceInterface
+	var mailboxes, namespaces, configs []dynamic.ResourceInterface
 	for i := range list.Items {
 		path, _, _ := unstructured.NestedString(list.Items[i].Object, "status", "mailboxWorkspace")
 		p, err := workspaces.ParsePath(path)
@@ -366,6 +379,7 @@ func (b *bench) waitForCopies(n, k int) ([]mailboxCopy, error) {
 		}
 		mailboxes = append(mailboxes, c.Resource(deploymentsGVR).Namespace("app"))
 		namespaces = append(namespaces, c.Resource(namespacesGVR))
+		configs = append(configs, c.Resource(syncerConfigsGVR))
 	}
 	out := make([][]mailboxCopy, len(mailboxes))
 	start := time.Now()
@@ -375,11 +389,13 @@ func (b *bench) waitForCopies(n, k int) ([]mailboxCopy, error) {
 			ns, nsErr := namespaces[i].Get(b.ctx, "app", metav1.GetOptions{})
 			if err == nil && nsErr == nil && len(l.Items) == k {
 				for _, item := range l.Items {
-					out[i] = append(out[i], mailboxCopy{client: mailboxes[i], name: item.GetName(), hasStatus: true,
+					out[i] = append(out[i], mailboxCopy{client: mailboxes[i], config: configs[i], name: item.GetName(), hasStatus: true,
+						key:        edgev1alpha1.CopyKey(deploymentsGVR.GroupResource(), "app", item.GetName()),
 						projection: item.GetAnnotations()[edgev1alpha1.AnnotationProjectionHash]})
 				}
 				// The namespace travels too; a syncer marks it applied, and copies back no status.
-				out[i] = append(out[i], mailboxCopy{client: namespaces[i], name: "app",
+				out[i] = append(out[i], mailboxCopy{client: namespaces[i], config: configs[i], name: "app",
+					key:        edgev1alpha1.CopyKey(namespacesGVR.GroupResource(), "", "app"),
 					projection: ns.GetAnnotations()[edgev1alpha1.AnnotationProjectionHash]})
 				return nil
 			}
@@ -396,28 +412,36 @@ func (b *bench) waitForCopies(n, k int) ([]mailboxCopy, error) {
 	return all, err
 }
 
-// markReady writes what a syncer writes once the copy is applied at its edge and ready there.
-func (c mailboxCopy) markReady(ctx context.Context, writes *atomic.Int64) error {
-	u, err := c.client.Get(ctx, c.name, metav1.GetOptions{})
-	if err != nil {
-		return err
+// markReady writes, for one mailbox, what its syncer writes once the copies are applied at its
+// edge and ready there: SyncerConfig status.applied with each copy's version, then each copy's
+// ready status.
+func markReady(ctx context.Context, config dynamic.ResourceInterface, copies []mailboxCopy, writes *atomic.Int64) error {
+	applied := map[string]any{}
+	for _, c := range copies {
+		u, err := c.client.Get(ctx, c.name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		hash := u.GetAnnotations()[edgev1alpha1.AnnotationProjectionHash]
+		if hash != c.projection {
+			say("note: the copy %s was written again by the placement translator during the storm", c.name)
+		}
+		applied[c.key] = hash
 	}
-	hash := u.GetAnnotations()[edgev1alpha1.AnnotationProjectionHash]
-	if hash != c.projection {
-		say("note: the copy %s was written again by the placement translator during the storm", c.name)
-	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{edgev1alpha1.AnnotationAppliedHash: hash}}})
-	if _, err := c.client.Patch(ctx, c.name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	patch, _ := json.Marshal(map[string]any{"status": map[string]any{"applied": applied}})
+	if _, err := config.Patch(ctx, edgev1alpha1.SyncerConfigName, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
 		return err
 	}
 	writes.Add(1)
-	if !c.hasStatus {
-		return nil
+	for _, c := range copies {
+		if !c.hasStatus {
+			continue
+		}
+		if err := c.setStatus(ctx, false); err != nil {
+			return err
+		}
+		writes.Add(1)
 	}
-	if err := c.setStatus(ctx, false); err != nil {
-		return err
-	}
-	writes.Add(1)
 	return nil
 }
 

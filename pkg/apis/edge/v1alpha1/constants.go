@@ -95,12 +95,9 @@ const (
 	// source cluster that select its original.
 	AnnotationPlacements = "edge.kcp.io/placements"
 	// AnnotationProjectionHash on a mailbox copy is the hash of what the placement translator
-	// last wrote into it.
+	// last wrote into it. The syncer reports the one it applied at the edge in SyncerConfig
+	// status.applied.
 	AnnotationProjectionHash = "edge.kcp.io/projection-hash"
-	// AnnotationAppliedHash on a mailbox copy is the projection hash of the version of the copy
-	// that the syncer last applied at the edge (or found there already): the copy is applied when
-	// it equals AnnotationProjectionHash.
-	AnnotationAppliedHash = "edge.kcp.io/applied-hash"
 	// AnnotationSingletonStatusFrom on a workload object names the destination whose status the
 	// status summarizer copied onto it (wantSingletonReportedState).
 	AnnotationSingletonStatusFrom = "edge.kcp.io/singleton-status-from"

@@ -1,7 +1,10 @@
 package v1alpha1
 
 import (
+	"strings"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // SyncerConfigName is the name of the one SyncerConfig in each mailbox workspace.
@@ -82,6 +85,46 @@ type SyncerConfigStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=20
 	Errors []string `json:"errors,omitempty"`
+	// applied says, per copy in the mailbox, which version of it is applied at the edge: the
+	// copy's projection hash (annotation edge.kcp.io/projection-hash) when it was applied. The key
+	// names the copy as placement summaries do: <resource>.<group>/<namespace>/<name> (see
+	// CopyKey). The status summarizer tells copies applied from copies pending by it. The syncer
+	// writes it together with its other reports, so that a mailbox whose copies all change costs
+	// one write, not one per copy.
+	// +optional
+	Applied map[string]string `json:"applied,omitempty"`
+}
+
+// CopyKey names an object in a mailbox, in SyncerConfig status.applied and in placement
+// summaries: <resource>.<group>/<namespace>/<name>, without the group for the core group and
+// without the namespace for a cluster-scoped object. Resource names hold no dot and object names
+// no slash, so the key can be parsed back (ParseCopyKey).
+func CopyKey(gr schema.GroupResource, namespace, name string) string {
+	var b strings.Builder
+	b.WriteString(gr.String())
+	if namespace != "" {
+		b.WriteString("/" + namespace)
+	}
+	b.WriteString("/" + name)
+	return b.String()
+}
+
+// ParseCopyKey is the inverse of CopyKey.
+func ParseCopyKey(key string) (gr schema.GroupResource, namespace, name string, ok bool) {
+	parts := strings.Split(key, "/")
+	switch len(parts) {
+	case 2:
+		name = parts[1]
+	case 3:
+		namespace, name = parts[1], parts[2]
+	default:
+		return gr, "", "", false
+	}
+	gr = schema.ParseGroupResource(parts[0])
+	if gr.Resource == "" || name == "" {
+		return gr, "", "", false
+	}
+	return gr, namespace, name, true
 }
 
 // SyncerConfigList is a list of SyncerConfigs.
