@@ -25,6 +25,11 @@ func (s *Syncer) writeReport(ctx context.Context, _ string) (time.Duration, erro
 		s.mu.Unlock()
 		return 0, nil
 	}
+	// At most one write each reportCoalesce: what changes meanwhile goes in the next one.
+	if wait := reportCoalesce - time.Since(s.lastReportAt); wait > 0 {
+		s.mu.Unlock()
+		return wait, nil
+	}
 	errs := append([]string(nil), s.configErrors...)
 	for src, msg := range s.objectErrors {
 		errs = append(errs, src.String()+": "+msg)
@@ -66,11 +71,13 @@ func (s *Syncer) writeReport(ctx context.Context, _ string) (time.Duration, erro
 	}
 	s.mu.Lock()
 	s.lastReport = id
+	s.lastReportAt = time.Now()
 	s.mu.Unlock()
 	return 0, nil
 }
 
-// reportCoalesce gathers errors that come in a burst into one write of the SyncerConfig's status.
+// reportCoalesce gathers what comes in a burst (errors, copies applied) into one write of the
+// SyncerConfig's status, and is the least time between two such writes.
 const reportCoalesce = time.Second
 
 // appliedReportLocked returns status.applied: the applied version of each copy, keyed by

@@ -147,8 +147,9 @@ type Syncer struct {
 	// statusWritten is when the status of each copy was last written, for coalescing.
 	statusWritten map[sourceKey]time.Time
 	configErrors  []string
-	// lastReport is the status last written to the SyncerConfig.
-	lastReport string
+	// lastReport is the status last written to the SyncerConfig, and lastReportAt when.
+	lastReport   string
+	lastReportAt time.Time
 	// heartbeatOK says whether the last heartbeat reached the center.
 	heartbeatOK bool
 	// lastLease is the heartbeat Lease as last written (used by the heartbeat goroutine only).
