@@ -105,10 +105,26 @@ func run(n, parallel, workers int, jsonOut string) error {
 	rssStart, _, _ := framework.RSS(s.PID())
 	say("raw: creating %d bare workspaces, %d at a time", n, parallel)
 	start := time.Now()
-	if err := framework.ForEach(n, parallel, func(i int) error {
-		return createReadyWorkspace(ctx, s, logicalcluster.NewPath("root:raw"), fmt.Sprintf("ws-%05d", i))
-	}); err != nil {
+	var rawDone atomic.Int64
+	stopProgress := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stopProgress:
+				return
+			case <-time.After(30 * time.Second):
+				say("raw: %d of %d ready after %.0fs", rawDone.Load(), n, time.Since(start).Seconds())
+			}
+		}
+	}()
+	rawErr := framework.ForEach(n, parallel, func(i int) error {
+		err := createReadyWorkspace(ctx, s, logicalcluster.NewPath("root:raw"), fmt.Sprintf("ws-%05d", i))
+		rawDone.Add(1)
 		return err
+	})
+	close(stopProgress)
+	if rawErr != nil {
+		return rawErr
 	}
 	res.RawSeconds = time.Since(start).Seconds()
 	res.RawPerSecond = float64(n) / res.RawSeconds
