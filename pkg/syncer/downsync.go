@@ -155,9 +155,15 @@ func (s *Syncer) markApplied(src sourceKey, copyObj *unstructured.Unstructured) 
 	if hash == "" {
 		return
 	}
+	s.setReported(s.appliedCopies, src, hash)
+}
+
+// setReported sets one entry of what the SyncerConfig's status reports (m is guarded by s.mu),
+// and queues a report if it changed.
+func (s *Syncer) setReported(m map[sourceKey]string, src sourceKey, value string) {
 	s.mu.Lock()
-	changed := s.appliedCopies[src] != hash
-	s.appliedCopies[src] = hash
+	changed := m[src] != value
+	m[src] = value
 	s.mu.Unlock()
 	if changed {
 		s.reportQueue.AddAfter("report", reportCoalesce)
@@ -332,13 +338,7 @@ func (s *Syncer) recordApplied(src sourceKey, hash string) {
 // setObjectError says on the copy, and in the SyncerConfig's status, why it is not at the edge.
 func (s *Syncer) setObjectError(ctx context.Context, src sourceKey, w *downsyncWatch, copyObj *unstructured.Unstructured, msg string) {
 	klog.FromContext(ctx).Info("cannot apply at the edge", "reason", msg)
-	s.mu.Lock()
-	changed := s.objectErrors[src] != msg
-	s.objectErrors[src] = msg
-	s.mu.Unlock()
-	if changed {
-		s.reportQueue.AddAfter("report", reportCoalesce)
-	}
+	s.setReported(s.objectErrors, src, msg)
 	s.annotateCopy(ctx, src, w, copyObj, edgev1alpha1.AnnotationSyncError, msg)
 	s.statusQueue.Add(src)
 }
