@@ -136,7 +136,7 @@ func withoutWorkloadKinds(d *desiredState) *desiredState {
 	w := *d
 	w.copies = map[copyKey]*desiredCopy{}
 	for k, dc := range d.copies {
-		if isKCPBuiltIn(k.gr) || dc.resource.custom {
+		if !needsWorkloads(k, dc) {
 			w.copies[k] = dc
 		}
 	}
@@ -288,11 +288,17 @@ func sortKeys(keys []copyKey, rank func(copyKey) int) {
 // export.
 func needsWorkloadsBinding(d *desiredState) bool {
 	for k, dc := range d.copies {
-		if !isKCPBuiltIn(k.gr) && !dc.resource.custom {
+		if needsWorkloads(k, dc) {
 			return true
 		}
 	}
 	return false
+}
+
+// needsWorkloads: the copy is of a kind that kcp serves only through the workloads export (not
+// one of kcp's built-in kinds, nor a custom kind of the workload workspace).
+func needsWorkloads(k copyKey, dc *desiredCopy) bool {
+	return !isKCPBuiltIn(k.gr) && !dc.resource.custom
 }
 
 // upsyncNeedsWorkloads: an upsync rule names a kind that kcp serves only through the workloads

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
@@ -200,16 +201,14 @@ func (c *Controller) syncObject(ctx context.Context, k objectKey) error {
 		if last.count == wantCount {
 			return nil
 		}
-		body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{
-			edgev1alpha1.AnnotationExecutingCount: nullIfEmpty(wantCount)}}})
-		_, err := client.Patch(ctx, k.name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager})
+		_, err := annotate(ctx, client, k, map[string]any{edgev1alpha1.AnnotationExecutingCount: nullIfEmpty(wantCount)})
 		if apierrors.IsNotFound(err) {
 			c.setReport(k, nil)
 			return nil
 		}
 		if err != nil {
 			c.setReport(k, nil)
-			return fmt.Errorf("annotating %s: %w", k, err)
+			return err
 		}
 		c.setReport(k, &objectReport{count: wantCount})
 		logger.V(2).Info("annotated", "executingCount", wantCount)
@@ -236,13 +235,12 @@ func (c *Controller) syncObject(ctx context.Context, k objectKey) error {
 		patch[edgev1alpha1.AnnotationSingletonStatusFrom] = nullIfEmpty(singleFrom)
 	}
 	if len(patch) > 0 {
-		body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": patch}})
-		obj, err = client.Patch(ctx, k.name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager})
+		obj, err = annotate(ctx, client, k, patch)
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("annotating %s: %w", k, err)
+			return err
 		}
 		logger.V(2).Info("annotated", "executingCount", wantCount, "singletonStatusFrom", singleFrom)
 	}
@@ -271,6 +269,17 @@ func (c *Controller) syncObject(ctx context.Context, k objectKey) error {
 	}
 	logger.V(2).Info("wrote the status reported by the one destination", "from", singleFrom)
 	return nil
+}
+
+// annotate sets (or, with nil values, removes) annotations of a workload object with a merge
+// patch. NotFound is returned as it is; other errors say which object.
+func annotate(ctx context.Context, client dynamic.ResourceInterface, k objectKey, annotations map[string]any) (*unstructured.Unstructured, error) {
+	body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
+	obj, err := client.Patch(ctx, k.name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("annotating %s: %w", k, err)
+	}
+	return obj, err
 }
 
 // reportMemory is how long what was written on an object is trusted without reading it: an
