@@ -15,13 +15,18 @@ GO ?= go
 GOFLAGS_TOOLS := -mod=mod
 
 # Pinned tool versions: they must match the go.mod files under hack/tools (see shared DESIGN.md).
-KCP_VERSION := v0.28.1
+KCP_VERSION := v0.31.2
+# kcp's kubectl plugins are not served by the module proxy past v0.27.1 (docs/development.md).
 KCP_CLI_VERSION := v0.27.1
-KUBE_VERSION := v1.32.3
-KWOK_VERSION := v0.6.1
-CONTROLLER_TOOLS_VERSION := v0.17.3
+# The Kubernetes release kcp $(KCP_VERSION) is built on; the edge clusters' control planes match it.
+KCP_KUBE_VERSION := v1.35.1
+KUBE_VERSION := v1.35.1
+KWOK_VERSION := v0.8.0
+CONTROLLER_TOOLS_VERSION := v0.20.1
 
 KCP := $(BIN)/kcp
+KCP_FRONT_PROXY := $(BIN)/kcp-front-proxy
+CACHE_SERVER := $(BIN)/cache-server
 APIGEN := $(BIN)/apigen
 KUBECTL_WS := $(BIN)/kubectl-ws
 KUBECTL_KCP := $(BIN)/kubectl-kcp
@@ -31,13 +36,22 @@ KUBE_CONTROLLER_MANAGER := $(BIN)/kube-controller-manager
 KUBE_SCHEDULER := $(BIN)/kube-scheduler
 KWOK := $(BIN)/kwok
 
-TOOLS := $(KCP) $(APIGEN) $(KUBECTL_WS) $(KUBECTL_KCP) $(CONTROLLER_GEN) \
+TOOLS := $(KCP) $(KCP_FRONT_PROXY) $(CACHE_SERVER) $(APIGEN) $(KUBECTL_WS) $(KUBECTL_KCP) $(CONTROLLER_GEN) \
 	$(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER) $(KWOK)
 
-# build_tool MODULE_DIR PACKAGE OUTPUT DESCRIPTION
+# The version kcp's servers report, set as kcp's own Makefile sets it: <Kubernetes>+kcp-<kcp>.
+KCP_GIT_VERSION := $(KCP_KUBE_VERSION)+kcp-$(KCP_VERSION)
+KCP_LDFLAGS := $(foreach p,k8s.io/client-go/pkg/version k8s.io/component-base/version, \
+	-X $(p).gitVersion=$(KCP_GIT_VERSION) -X $(p).gitMajor=1 \
+	-X $(p).gitMinor=$(word 2,$(subst ., ,$(KCP_KUBE_VERSION))) -X $(p).gitTreeState=clean)
+KUBE_LDFLAGS := $(foreach p,k8s.io/client-go/pkg/version k8s.io/component-base/version, \
+	-X $(p).gitVersion=$(KUBE_VERSION) -X $(p).gitMajor=1 \
+	-X $(p).gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION))) -X $(p).gitTreeState=clean)
+
+# build_tool MODULE_DIR PACKAGE OUTPUT DESCRIPTION [LDFLAGS]
 define build_tool
 	@echo ">> building $(notdir $(3)) ($(4)) from hack/tools/$(1); a cold build takes minutes"
-	@start=$$(date +%s); cd hack/tools/$(1) && GOFLAGS=$(GOFLAGS_TOOLS) $(GO) build -o $(3) $(2); \
+	@start=$$(date +%s); cd hack/tools/$(1) && GOFLAGS=$(GOFLAGS_TOOLS) $(GO) build -ldflags "$(5)" -o $(3) $(2); \
 		echo "   built $(notdir $(3)) in $$(( $$(date +%s) - start ))s"
 endef
 
@@ -48,9 +62,13 @@ tools: $(TOOLS) ## Build the pinned tools into bin/ (kcp, kcp plugins, codegen, 
 	@echo ">> tools are current in bin/"
 
 $(KCP): hack/tools/kcp/go.mod hack/tools/kcp/go.sum
-	$(call build_tool,kcp,github.com/kcp-dev/kcp/cmd/kcp,$@,kcp $(KCP_VERSION))
+	$(call build_tool,kcp,github.com/kcp-dev/kcp/cmd/kcp,$@,kcp $(KCP_VERSION),$(KCP_LDFLAGS))
+$(KCP_FRONT_PROXY): hack/tools/kcp/go.mod hack/tools/kcp/go.sum
+	$(call build_tool,kcp,github.com/kcp-dev/kcp/cmd/kcp-front-proxy,$@,kcp $(KCP_VERSION),$(KCP_LDFLAGS))
+$(CACHE_SERVER): hack/tools/kcp/go.mod hack/tools/kcp/go.sum
+	$(call build_tool,kcp,github.com/kcp-dev/kcp/cmd/cache-server,$@,kcp $(KCP_VERSION),$(KCP_LDFLAGS))
 $(APIGEN): hack/tools/kcp/go.mod hack/tools/kcp/go.sum
-	$(call build_tool,kcp,github.com/kcp-dev/kcp/sdk/cmd/apigen,$@,kcp apigen $(KCP_VERSION))
+	$(call build_tool,kcp,github.com/kcp-dev/sdk/cmd/apigen,$@,kcp apigen $(KCP_VERSION))
 $(KUBECTL_WS): hack/tools/cli/go.mod hack/tools/cli/go.sum
 	$(call build_tool,cli,github.com/kcp-dev/kcp/cli/cmd/kubectl-ws,$@,kcp cli $(KCP_CLI_VERSION))
 $(KUBECTL_KCP): hack/tools/cli/go.mod hack/tools/cli/go.sum
@@ -58,11 +76,11 @@ $(KUBECTL_KCP): hack/tools/cli/go.mod hack/tools/cli/go.sum
 $(CONTROLLER_GEN): hack/tools/codegen/go.mod hack/tools/codegen/go.sum
 	$(call build_tool,codegen,sigs.k8s.io/controller-tools/cmd/controller-gen,$@,controller-tools $(CONTROLLER_TOOLS_VERSION))
 $(KUBE_APISERVER): hack/tools/kube/go.mod hack/tools/kube/go.sum
-	$(call build_tool,kube,k8s.io/kubernetes/cmd/kube-apiserver,$@,Kubernetes $(KUBE_VERSION))
+	$(call build_tool,kube,k8s.io/kubernetes/cmd/kube-apiserver,$@,Kubernetes $(KUBE_VERSION),$(KUBE_LDFLAGS))
 $(KUBE_CONTROLLER_MANAGER): hack/tools/kube/go.mod hack/tools/kube/go.sum
-	$(call build_tool,kube,k8s.io/kubernetes/cmd/kube-controller-manager,$@,Kubernetes $(KUBE_VERSION))
+	$(call build_tool,kube,k8s.io/kubernetes/cmd/kube-controller-manager,$@,Kubernetes $(KUBE_VERSION),$(KUBE_LDFLAGS))
 $(KUBE_SCHEDULER): hack/tools/kube/go.mod hack/tools/kube/go.sum
-	$(call build_tool,kube,k8s.io/kubernetes/cmd/kube-scheduler,$@,Kubernetes $(KUBE_VERSION))
+	$(call build_tool,kube,k8s.io/kubernetes/cmd/kube-scheduler,$@,Kubernetes $(KUBE_VERSION),$(KUBE_LDFLAGS))
 $(KWOK): hack/tools/kwok/go.mod hack/tools/kwok/go.sum
 	$(call build_tool,kwok,sigs.k8s.io/kwok/cmd/kwok,$@,kwok $(KWOK_VERSION))
 

@@ -1,7 +1,7 @@
 package espw
 
 import (
-	apisv1alpha2 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha2"
+	apisv1alpha2 "github.com/kcp-dev/sdk/apis/apis/v1alpha2"
 )
 
 // ClaimVerbs are the verbs of each permission claim of edge.kcp.io. The placement translator

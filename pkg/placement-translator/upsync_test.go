@@ -325,7 +325,8 @@ func newSyncedTestInformer(t *testing.T, indexers cache.Indexers) cache.SharedIn
 		ListFunc:  func(metav1.ListOptions) (runtime.Object, error) { return &unstructured.UnstructuredList{}, nil },
 		WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
 	}
-	inf := kcpinformers.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, indexers)
+	// The fake watch sends no initial-events bookmark, so the informer must list, not stream.
+	inf := kcpinformers.NewSharedIndexInformer(listOnly{lw}, &unstructured.Unstructured{}, 0, indexers)
 	stop := make(chan struct{})
 	t.Cleanup(func() { close(stop) })
 	go inf.Run(stop)
@@ -334,6 +335,11 @@ func newSyncedTestInformer(t *testing.T, indexers cache.Indexers) cache.SharedIn
 	}
 	return inf
 }
+
+// listOnly is a ListWatch that says it cannot stream a watch list (client-go's WatchListClient).
+type listOnly struct{ *cache.ListWatch }
+
+func (listOnly) IsWatchListSemanticsUnSupported() bool { return true }
 
 func TestUpsyncCandidates(t *testing.T) {
 	w, inf := newUpsyncWorld(t)

@@ -8,7 +8,7 @@
 //
 // Source: the OpenAPI definitions compiled into Kubernetes itself
 // (k8s.io/kubernetes/pkg/generated/openapi.GetOpenAPIDefinitions, the version this module pins,
-// v1.32.3). The generator is offline and deterministic: it writes one file per kind named
+// v1.35.1). The generator is offline and deterministic: it writes one file per kind named
 // <plural>.<group, or "core" for the core group>.yaml into --output-dir, removes the other *.yaml
 // files there, and prints one line per file. Run it from hack/tools/kube:
 //
@@ -55,14 +55,22 @@ import (
 	"sort"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsinstall "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/install"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsvalidation "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/kube-openapi/pkg/common"
 	"k8s.io/kube-openapi/pkg/validation/spec"
@@ -71,12 +79,13 @@ import (
 )
 
 // kubeVersion is the k8s.io/kubernetes version the definitions come from (checked against the build).
-const kubeVersion = "v1.32.3"
+const kubeVersion = "v1.35.1"
 
 // workloadKind describes one kind to export.
 type workloadKind struct {
 	group, version, kind, plural string
-	// definition is the OpenAPI definition name (Go package path + "." + type name).
+	// definition is the OpenAPI definition name, as the type itself gives it (Kubernetes 1.35 names
+	// definitions io.k8s.api.<group>.<version>.<Kind>; earlier releases used Go package paths).
 	definition string
 	shortNames []string
 	categories []string
@@ -94,56 +103,56 @@ var all = []string{"all"}
 
 // workloadKinds is the list of kinds to generate, in output order.
 var workloadKinds = []workloadKind{
-	{group: "apps", version: "v1", kind: "Deployment", plural: "deployments", definition: "k8s.io/api/apps/v1.Deployment",
+	{group: "apps", version: "v1", kind: "Deployment", plural: "deployments", definition: appsv1.Deployment{}.OpenAPIModelName(),
 		shortNames: []string{"deploy"}, categories: all, scale: true,
 		columns: []apiextensionsv1.CustomResourceColumnDefinition{
 			col("Desired", "integer", ".spec.replicas"), col("Ready", "integer", ".status.readyReplicas"),
 			col("Up-to-date", "integer", ".status.updatedReplicas"), col("Available", "integer", ".status.availableReplicas")}},
-	{group: "apps", version: "v1", kind: "StatefulSet", plural: "statefulsets", definition: "k8s.io/api/apps/v1.StatefulSet",
+	{group: "apps", version: "v1", kind: "StatefulSet", plural: "statefulsets", definition: appsv1.StatefulSet{}.OpenAPIModelName(),
 		shortNames: []string{"sts"}, categories: all, scale: true,
 		columns: []apiextensionsv1.CustomResourceColumnDefinition{
 			col("Desired", "integer", ".spec.replicas"), col("Ready", "integer", ".status.readyReplicas")}},
-	{group: "apps", version: "v1", kind: "DaemonSet", plural: "daemonsets", definition: "k8s.io/api/apps/v1.DaemonSet",
+	{group: "apps", version: "v1", kind: "DaemonSet", plural: "daemonsets", definition: appsv1.DaemonSet{}.OpenAPIModelName(),
 		shortNames: []string{"ds"}, categories: all,
 		columns: []apiextensionsv1.CustomResourceColumnDefinition{
 			col("Desired", "integer", ".status.desiredNumberScheduled"), col("Current", "integer", ".status.currentNumberScheduled"),
 			col("Ready", "integer", ".status.numberReady"), col("Up-to-date", "integer", ".status.updatedNumberScheduled"),
 			col("Available", "integer", ".status.numberAvailable")}},
-	{group: "apps", version: "v1", kind: "ReplicaSet", plural: "replicasets", definition: "k8s.io/api/apps/v1.ReplicaSet",
+	{group: "apps", version: "v1", kind: "ReplicaSet", plural: "replicasets", definition: appsv1.ReplicaSet{}.OpenAPIModelName(),
 		shortNames: []string{"rs"}, categories: all, scale: true,
 		columns: []apiextensionsv1.CustomResourceColumnDefinition{
 			col("Desired", "integer", ".spec.replicas"), col("Current", "integer", ".status.replicas"),
 			col("Ready", "integer", ".status.readyReplicas")}},
-	{group: "batch", version: "v1", kind: "Job", plural: "jobs", definition: "k8s.io/api/batch/v1.Job",
+	{group: "batch", version: "v1", kind: "Job", plural: "jobs", definition: batchv1.Job{}.OpenAPIModelName(),
 		categories: all,
 		columns: []apiextensionsv1.CustomResourceColumnDefinition{
 			col("Completions", "integer", ".spec.completions"), col("Succeeded", "integer", ".status.succeeded")}},
-	{group: "batch", version: "v1", kind: "CronJob", plural: "cronjobs", definition: "k8s.io/api/batch/v1.CronJob",
+	{group: "batch", version: "v1", kind: "CronJob", plural: "cronjobs", definition: batchv1.CronJob{}.OpenAPIModelName(),
 		shortNames: []string{"cj"}, categories: all,
 		columns: []apiextensionsv1.CustomResourceColumnDefinition{
 			col("Schedule", "string", ".spec.schedule"), col("Suspend", "boolean", ".spec.suspend"),
 			col("Last Schedule", "date", ".status.lastScheduleTime")}},
-	{group: "", version: "v1", kind: "Service", plural: "services", definition: "k8s.io/api/core/v1.Service",
+	{group: "", version: "v1", kind: "Service", plural: "services", definition: corev1.Service{}.OpenAPIModelName(),
 		shortNames: []string{"svc"}, categories: all,
 		columns: []apiextensionsv1.CustomResourceColumnDefinition{
 			col("Type", "string", ".spec.type"), col("Cluster-IP", "string", ".spec.clusterIP")}},
-	{group: "", version: "v1", kind: "PersistentVolumeClaim", plural: "persistentvolumeclaims", definition: "k8s.io/api/core/v1.PersistentVolumeClaim",
+	{group: "", version: "v1", kind: "PersistentVolumeClaim", plural: "persistentvolumeclaims", definition: corev1.PersistentVolumeClaim{}.OpenAPIModelName(),
 		shortNames: []string{"pvc"},
 		columns: []apiextensionsv1.CustomResourceColumnDefinition{
 			col("Status", "string", ".status.phase"), col("Volume", "string", ".spec.volumeName"),
 			col("Capacity", "string", ".status.capacity.storage"), col("StorageClass", "string", ".spec.storageClassName")}},
-	{group: "networking.k8s.io", version: "v1", kind: "Ingress", plural: "ingresses", definition: "k8s.io/api/networking/v1.Ingress",
+	{group: "networking.k8s.io", version: "v1", kind: "Ingress", plural: "ingresses", definition: networkingv1.Ingress{}.OpenAPIModelName(),
 		shortNames: []string{"ing"},
 		columns: []apiextensionsv1.CustomResourceColumnDefinition{
 			col("Class", "string", ".spec.ingressClassName")}},
-	{group: "networking.k8s.io", version: "v1", kind: "NetworkPolicy", plural: "networkpolicies", definition: "k8s.io/api/networking/v1.NetworkPolicy",
+	{group: "networking.k8s.io", version: "v1", kind: "NetworkPolicy", plural: "networkpolicies", definition: networkingv1.NetworkPolicy{}.OpenAPIModelName(),
 		shortNames: []string{"netpol"}},
-	{group: "autoscaling", version: "v2", kind: "HorizontalPodAutoscaler", plural: "horizontalpodautoscalers", definition: "k8s.io/api/autoscaling/v2.HorizontalPodAutoscaler",
+	{group: "autoscaling", version: "v2", kind: "HorizontalPodAutoscaler", plural: "horizontalpodautoscalers", definition: autoscalingv2.HorizontalPodAutoscaler{}.OpenAPIModelName(),
 		shortNames: []string{"hpa"}, categories: all,
 		columns: []apiextensionsv1.CustomResourceColumnDefinition{
 			col("Reference", "string", ".spec.scaleTargetRef.name"), col("MinPods", "integer", ".spec.minReplicas"),
 			col("MaxPods", "integer", ".spec.maxReplicas"), col("Replicas", "integer", ".status.currentReplicas")}},
-	{group: "policy", version: "v1", kind: "PodDisruptionBudget", plural: "poddisruptionbudgets", definition: "k8s.io/api/policy/v1.PodDisruptionBudget",
+	{group: "policy", version: "v1", kind: "PodDisruptionBudget", plural: "poddisruptionbudgets", definition: policyv1.PodDisruptionBudget{}.OpenAPIModelName(),
 		shortNames: []string{"pdb"},
 		columns: []apiextensionsv1.CustomResourceColumnDefinition{
 			col("Min Available", "string", ".spec.minAvailable"), col("Max Unavailable", "string", ".spec.maxUnavailable"),
@@ -165,12 +174,12 @@ func (k workloadKind) crdName() string { return k.plural + "." + k.groupOrCore()
 func (k workloadKind) fileName() string { return k.crdName() + ".yaml" }
 
 // Definition names that get a fixed schema instead of their OpenAPI definition.
-const (
-	defIntOrString  = "k8s.io/apimachinery/pkg/util/intstr.IntOrString"
-	defQuantity     = "k8s.io/apimachinery/pkg/api/resource.Quantity"
-	defTime         = "k8s.io/apimachinery/pkg/apis/meta/v1.Time"
-	defMicroTime    = "k8s.io/apimachinery/pkg/apis/meta/v1.MicroTime"
-	defRawExtension = "k8s.io/apimachinery/pkg/runtime.RawExtension"
+var (
+	defIntOrString  = intstr.IntOrString{}.OpenAPIModelName()
+	defQuantity     = resource.Quantity{}.OpenAPIModelName()
+	defTime         = metav1.Time{}.OpenAPIModelName()
+	defMicroTime    = metav1.MicroTime{}.OpenAPIModelName()
+	defRawExtension = runtime.RawExtension{}.OpenAPIModelName()
 )
 
 // refPrefix is what our reference callback puts before a definition name.
@@ -479,8 +488,8 @@ func validationGroup(group string) string {
 // APIResourceSchema) in a protected group (*.k8s.io, *.kubernetes.io) must carry: these are the
 // upstream, approved Kubernetes APIs.
 func apiApproval(k workloadKind) string {
-	pkg := k.definition[:strings.LastIndex(k.definition, ".")] // k8s.io/api/networking/v1.Ingress -> k8s.io/api/networking/v1
-	return "https://github.com/kubernetes/kubernetes/tree/" + kubeVersion + "/staging/src/" + pkg
+	dir, _, _ := strings.Cut(k.groupOrCore(), ".") // networking.k8s.io -> k8s.io/api/networking/v1
+	return "https://github.com/kubernetes/kubernetes/tree/" + kubeVersion + "/staging/src/k8s.io/api/" + dir + "/" + k.version
 }
 
 var scheme = func() *runtime.Scheme {
