@@ -24,7 +24,7 @@ import (
 )
 
 // mailboxResources are the edge.kcp.io resources that live in mailboxes.
-var mailboxResources = map[string]bool{"syncerconfigs": true}
+var mailboxResources = map[string]bool{"syncerconfigs": true, "assemblages": true, "assemblageparts": true}
 
 // The export's permission claims are not generated: kubectl edge init sets them (see
 // espw.MailboxClaims), as it does those of edge.kcp.io.

@@ -14,6 +14,7 @@ import (
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 	"github.com/kcp-dev/edge-mc/pkg/placement-translator/customize"
 	"github.com/kcp-dev/edge-mc/pkg/placement-translator/projection"
+	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
 // Labels and annotations on the copies in mailboxes.
@@ -217,7 +218,7 @@ func (c *Controller) projectPlacement(pk placementKey, p *edgev1alpha1.EdgePlace
 	for _, wo := range objs {
 		u, r := wo.obj, wo.resource
 		// What came from the edge never goes back to mailboxes: that would loop.
-		if projection.IsSystemObject(r.gvr.Group, r.gvr.Resource, u) || isUpsynced(u) {
+		if transport.IsSystemObject(r.gvr.Group, r.gvr.Resource, u) || isUpsynced(u) {
 			continue
 		}
 		obj := projection.Object{Group: r.gvr.Group, Resource: r.gvr.Resource, Namespaced: r.namespaced,
@@ -274,12 +275,12 @@ func (e *projectionError) Error() string { return e.msg }
 func (c *Controller) makeCopy(wo workloadObject, params customize.Parameters) (*unstructured.Unstructured, *projectionError) {
 	u := wo.obj
 	id := keyOf(wo).String()
-	if projection.IsDenatured(u) {
-		if _, err := projection.ParseDenatured(u); err != nil {
+	if transport.IsDenatured(u) {
+		if _, err := transport.ParseDenatured(u); err != nil {
 			return nil, &projectionError{problemDenatured, err.Error()}
 		}
 	}
-	out := projection.Sanitize(u)
+	out := transport.Sanitize(u)
 	var customizer *edgev1alpha1.Customizer
 	if name := u.GetAnnotations()[edgev1alpha1.AnnotationCustomizer]; name != "" {
 		ns := u.GetNamespace()

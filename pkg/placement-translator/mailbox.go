@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	apisv1alpha2 "github.com/kcp-dev/sdk/apis/apis/v1alpha2"
 	"github.com/kcp-dev/logicalcluster/v3"
+	apisv1alpha2 "github.com/kcp-dev/sdk/apis/apis/v1alpha2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,7 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
-	"github.com/kcp-dev/edge-mc/pkg/placement-translator/projection"
+	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
 // copyRecord is what the controller knows of a copy in a mailbox.
@@ -229,7 +229,7 @@ func (c *Controller) writeCopy(ctx context.Context, mb logicalcluster.Path, key 
 	sort.Strings(dc.placements)
 	annotations[AnnotationPlacements] = strings.Join(dc.placements, ",")
 	obj.SetAnnotations(annotations)
-	hash := projection.Hash(obj.Object)
+	hash := transport.Hash(obj.Object)
 	if hash == lastHash {
 		return hash, nil
 	}

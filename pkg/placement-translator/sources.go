@@ -19,7 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
-	"github.com/kcp-dev/edge-mc/pkg/placement-translator/projection"
+	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
 // resource is a kind of workload object.
@@ -235,7 +235,7 @@ func sameProjection(old, obj *unstructured.Unstructured) bool {
 	if old == nil || obj == nil || old.GetDeletionTimestamp().IsZero() != obj.GetDeletionTimestamp().IsZero() {
 		return false
 	}
-	return equality.Semantic.DeepEqual(projection.Sanitize(old).Object, projection.Sanitize(obj).Object)
+	return equality.Semantic.DeepEqual(transport.Sanitize(old).Object, transport.Sanitize(obj).Object)
 }
 
 // workloadObject is one object of a workload workspace, with its kind.

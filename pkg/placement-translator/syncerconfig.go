@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
-	"github.com/kcp-dev/edge-mc/pkg/placement-translator/projection"
+	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
 // syncerConfigSpec says what the syncer of a mailbox must sync: the resources and namespaces of
@@ -113,7 +113,7 @@ func (c *Controller) writeSyncerConfig(ctx context.Context, mb logicalcluster.Pa
 	u := &unstructured.Unstructured{Object: content}
 	unstructured.RemoveNestedField(u.Object, "status")
 	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
-	hash := projection.Hash(u.Object)
+	hash := transport.Hash(u.Object)
 	if hash == state.configHash {
 		return nil
 	}

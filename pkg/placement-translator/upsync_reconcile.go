@@ -17,7 +17,7 @@ import (
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 	"github.com/kcp-dev/edge-mc/pkg/mailbox"
-	"github.com/kcp-dev/edge-mc/pkg/placement-translator/projection"
+	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
 // Problem reasons of the return path, per placement.
@@ -195,7 +195,7 @@ func upsyncConflicts(key upsyncKey, cands []upsyncCandidate, existing *unstructu
 // hash of the rest. Its status goes along in the object when the resource has no status
 // subresource.
 func returnedCopy(upsynced *unstructured.Unstructured, wl resource, dest edgev1alpha1.SinglePlacement) *unstructured.Unstructured {
-	out := projection.Sanitize(upsynced)
+	out := transport.Sanitize(upsynced)
 	out.SetAPIVersion(wl.gvr.GroupVersion().String())
 	if status, ok := upsynced.Object["status"]; ok && !wl.hasStatus {
 		out.Object["status"] = status
@@ -215,7 +215,7 @@ func returnedCopy(upsynced *unstructured.Unstructured, wl resource, dest edgev1a
 	annotations[edgev1alpha1.AnnotationUpsyncedFrom] = dest.SyncTargetName
 	annotations[edgev1alpha1.AnnotationUpsyncedFromCluster] = dest.Cluster
 	out.SetAnnotations(annotations)
-	annotations[edgev1alpha1.AnnotationUpsyncHash] = projection.Hash(out.Object)
+	annotations[edgev1alpha1.AnnotationUpsyncHash] = transport.Hash(out.Object)
 	out.SetAnnotations(annotations)
 	return out
 }

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
-	"github.com/kcp-dev/edge-mc/pkg/placement-translator/projection"
+	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
 // objectRef names one object of one resource on one server.
@@ -116,17 +116,17 @@ var mailboxOnlyLabels = []string{edgev1alpha1.LabelProjected, edgev1alpha1.Label
 // ownership (state created; the caller switches it to adopted for an object that existed
 // before) and the hash of its content. ref is where it goes.
 func edgeForm(mb *unstructured.Unstructured, src sourceKey, own ownership) (obj *unstructured.Unstructured, ref objectRef, err error) {
-	if projection.IsDenatured(mb) {
-		natural, err := projection.ParseDenatured(mb)
+	if transport.IsDenatured(mb) {
+		natural, err := transport.ParseDenatured(mb)
 		if err != nil {
 			return nil, objectRef{}, err
 		}
 		gv, _ := schema.ParseGroupVersion(natural.GetAPIVersion())
-		resource, _ := projection.ActiveResource(gv.WithKind(natural.GetKind()).GroupKind())
-		obj = projection.Sanitize(natural)
+		resource, _ := transport.ActiveResource(gv.WithKind(natural.GetKind()).GroupKind())
+		obj = transport.Sanitize(natural)
 		ref = objectRef{GVR: gv.WithResource(resource), Name: obj.GetName()}
 	} else {
-		obj = projection.Sanitize(mb)
+		obj = transport.Sanitize(mb)
 		gv, err := schema.ParseGroupVersion(mb.GetAPIVersion())
 		if err != nil {
 			return nil, objectRef{}, fmt.Errorf("apiVersion %q: %w", mb.GetAPIVersion(), err)
@@ -151,7 +151,7 @@ func edgeForm(mb *unstructured.Unstructured, src sourceKey, own ownership) (obj 
 	obj.SetAnnotations(annotations)
 	obj.SetLabels(labels)
 	// The hash covers the content and the source, not the ownership state or the hash itself.
-	annotations[own.hashAnnotation] = projection.Hash(obj.Object)
+	annotations[own.hashAnnotation] = transport.Hash(obj.Object)
 	labels[own.label] = ownerCreated
 	obj.SetAnnotations(annotations)
 	obj.SetLabels(labels)

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/kcp-dev/edge-mc/pkg/placement-translator/projection"
+	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
 const testSyncTargetUID = "7c2f5e1a-0b7d-4d0e-9a61-3f2d8c1b9e40"
@@ -110,7 +110,7 @@ func expectedHash(t *testing.T, obj *unstructured.Unstructured) string {
 	labels := c.GetLabels()
 	delete(labels, testOwnerLabel)
 	c.SetLabels(labels)
-	return projection.Hash(c.Object)
+	return transport.Hash(c.Object)
 }
 
 func TestNewOwnership(t *testing.T) {

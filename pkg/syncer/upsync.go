@@ -20,7 +20,7 @@ import (
 	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
-	"github.com/kcp-dev/edge-mc/pkg/placement-translator/projection"
+	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
 // upsyncWatch watches one edge resource for objects to up-sync, and the objects of that resource
@@ -201,7 +201,7 @@ func (s *Syncer) syncUpsync(ctx context.Context, ref objectRef) (time.Duration, 
 		upsynced = asUnstructured(obj)
 	}
 	mailbox := s.mailbox.Resource(w.mailboxGVR).Namespace(ref.Namespace)
-	if original != nil && w.covers(ref.Namespace, ref.Name) && !projection.IsSystemObject(ref.GVR.Group, ref.GVR.Resource, original) &&
+	if original != nil && w.covers(ref.Namespace, ref.Name) && !transport.IsSystemObject(ref.GVR.Group, ref.GVR.Resource, original) &&
 		original.GetDeletionTimestamp() == nil {
 		return 0, s.writeUpsynced(klog.NewContext(ctx, logger), w, ref, original, upsynced)
 	}
@@ -228,7 +228,7 @@ func (s *Syncer) syncUpsync(ctx context.Context, ref objectRef) (time.Duration, 
 
 // writeUpsynced writes the up-synced form of original into the mailbox, unless it is there.
 func (s *Syncer) writeUpsynced(ctx context.Context, w *upsyncWatch, ref objectRef, original, upsynced *unstructured.Unstructured) error {
-	desired := projection.Sanitize(original)
+	desired := transport.Sanitize(original)
 	desired.SetAPIVersion(w.mailboxGVR.GroupVersion().String())
 	setLabel(desired, edgev1alpha1.LabelUpsynced, "true")
 	annotations := desired.GetAnnotations()
@@ -237,7 +237,7 @@ func (s *Syncer) writeUpsynced(ctx context.Context, w *upsyncWatch, ref objectRe
 	}
 	annotations[edgev1alpha1.AnnotationUpsyncedFrom] = s.cfg.SyncTargetName
 	desired.SetAnnotations(annotations)
-	hash := projection.Hash(desired.Object)
+	hash := transport.Hash(desired.Object)
 	annotations[edgev1alpha1.AnnotationUpsyncHash] = hash
 	desired.SetAnnotations(annotations)
 	status, _, _ := unstructured.NestedMap(original.Object, "status")

@@ -26,6 +26,19 @@ const (
 	// PlacementUpsynced: the objects that spec.upsync covers come back into the placement's
 	// workspace. Set only on placements with spec.upsync.
 	PlacementUpsynced = "Upsynced"
+	// PlacementTooLarge: an object the placement selects is too large to travel even alone in an
+	// assemblage; it is left out, everything else is delivered.
+	PlacementTooLarge = "ObjectTooLarge"
+
+	// AssemblageApplied: status.appliedVersion is spec.version.
+	AssemblageApplied = "Applied"
+	// AssemblageReady: every object of the assemblage is ready at the edge (kstatus Current).
+	AssemblageReady = "Ready"
+	// AssemblageRefused: the syncer cannot read spec (an unknown format, a part missing, a digest
+	// or version that does not match); the edge keeps the last good version.
+	AssemblageRefused = "Refused"
+	// SyncTargetSyncerCompatible: the syncer reads the assemblage format the center writes.
+	SyncTargetSyncerCompatible = "SyncerCompatible"
 )
 
 // Condition reasons.
@@ -54,6 +67,19 @@ const (
 	ReasonSingletonReported = "StatusReported"
 	ReasonNotSingleton      = "NotSingleton"
 	ReasonConflictingUpsync = "ConflictingUpsync"
+
+	// Reasons of an Assemblage's conditions, written by the syncer.
+	ReasonVersionApplied   = "VersionApplied"
+	ReasonApplying         = "Applying"
+	ReasonObjectsFailed    = "ObjectsFailed"
+	ReasonObjectsNotReady  = "ObjectsNotReady"
+	ReasonAllObjectsReady  = "AllObjectsReady"
+	ReasonUnknownFormat    = "UnknownFormat"
+	ReasonCorrupt          = "Corrupt"
+	ReasonPartsMissing     = "PartsMissing"
+	ReasonReadable         = "Readable"
+	ReasonSyncerOutdated   = "SyncerOutdated"
+	ReasonFormatsSupported = "FormatsSupported"
 )
 
 // Well-known labels and annotations.

@@ -32,6 +32,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&SinglePlacementSlice{}, &SinglePlacementSliceList{},
 		&Customizer{}, &CustomizerList{},
 		&SyncerConfig{}, &SyncerConfigList{},
+		&Assemblage{}, &AssemblageList{},
+		&AssemblagePart{}, &AssemblagePartList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

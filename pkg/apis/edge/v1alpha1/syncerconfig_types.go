@@ -10,9 +10,10 @@ import (
 // SyncerConfigName is the name of the one SyncerConfig in each mailbox workspace.
 const SyncerConfigName = "the-one"
 
-// SyncerConfig, one per mailbox workspace, tells that mailbox's syncer what to sync: which
-// resources to watch and apply in the edge cluster, in which namespaces, and what comes back.
-// The placement translator writes it; the syncer reads it and reports in its status.
+// SyncerConfig, one per mailbox workspace, tells that mailbox's syncer what else it must know
+// besides the mailbox's Assemblages: what comes back from the edge (upsync) and how often to
+// renew its heartbeat. The placement translator writes it; the syncer reads it and reports in its
+// status which version it is and which assemblage formats it reads.
 //
 // +genclient
 // +genclient:nonNamespaced
@@ -32,19 +33,35 @@ type SyncerConfig struct {
 	Status SyncerConfigStatus `json:"status,omitempty"`
 }
 
-// SyncerConfigSpec says what the syncer syncs.
+// SyncerConfigSpec says what the syncer syncs besides the assemblages.
 type SyncerConfigSpec struct {
-	// namespaceScope lists the namespaced resources to down-sync, and the namespaces.
+	// namespaceScope is the down-sync scope of per-object copies, the transport before
+	// assemblages. The placement translator keeps it as it was, and the copies it names in the
+	// mailbox, until the mailbox's syncer reports that it reads assemblages (status.formats), so
+	// that a syncer not yet upgraded deletes nothing at its edge; then it removes both.
 	// +optional
 	NamespaceScope NamespaceScopeDownsyncs `json:"namespaceScope,omitempty"`
 
-	// clusterScope lists the cluster-scoped resources to down-sync.
+	// clusterScope is the cluster-scoped part of the same legacy scope.
 	// +optional
 	ClusterScope []ClusterScopeDownsyncResource `json:"clusterScope,omitempty"`
 
 	// upsync says which objects created at the edge go back into the mailbox.
 	// +optional
 	Upsync []UpsyncSet `json:"upsync,omitempty"`
+
+	// heartbeat says how often the syncer renews its heartbeat Lease. It is set for the whole
+	// fleet by edge-controller-manager (--heartbeat-interval).
+	// +optional
+	Heartbeat *HeartbeatSettings `json:"heartbeat,omitempty"`
+}
+
+// HeartbeatSettings pace a syncer's heartbeat.
+type HeartbeatSettings struct {
+	// intervalSeconds is how often the syncer renews its heartbeat Lease.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3600
+	IntervalSeconds int32 `json:"intervalSeconds"`
 }
 
 // NamespaceScopeDownsyncs: every object of these resources in these namespaces is down-synced.
@@ -85,14 +102,21 @@ type SyncerConfigStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=20
 	Errors []string `json:"errors,omitempty"`
-	// applied says, per copy in the mailbox, which version of it is applied at the edge: the
-	// copy's projection hash (annotation edge.kcp.io/projection-hash) when it was applied. The key
-	// names the copy as placement summaries do: <resource>.<group>/<namespace>/<name> (see
-	// CopyKey). The status summarizer tells copies applied from copies pending by it. The syncer
-	// writes it together with its other reports, so that a mailbox whose copies all change costs
-	// one write, not one per copy.
+	// applied is what syncers before assemblages reported per copy; syncers since leave it
+	// unset.
 	// +optional
 	Applied map[string]string `json:"applied,omitempty"`
+	// syncerVersion is the version of the syncer serving this mailbox.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	SyncerVersion string `json:"syncerVersion,omitempty"`
+	// formats are the assemblage formats the syncer reads. Empty: a syncer from before
+	// assemblages, which applies the per-object copies of spec.namespaceScope and
+	// spec.clusterScope.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	Formats []string `json:"formats,omitempty"`
 }
 
 // CopyKey names an object in a mailbox, in SyncerConfig status.applied and in placement
