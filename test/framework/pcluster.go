@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	tenancyv1alpha1 "github.com/kcp-dev/sdk/apis/tenancy/v1alpha1"
 	"github.com/kcp-dev/logicalcluster/v3"
+	tenancyv1alpha1 "github.com/kcp-dev/sdk/apis/tenancy/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -127,12 +128,14 @@ func CreateLogicalPCluster(ctx context.Context, s *Server, name string, path log
 		return nil, err
 	}
 	// kcp makes a default namespace only in workspaces of its own types.
+	// kcp v0.31 may answer 503 for a moment after a new workspace is Ready, while it starts
+	// serving the logical cluster: creates are retried on that until the timeout.
 	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "default"}}}
-	if _, err := client.Resource(namespacesGVR).Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := createRetrying(ctx, timeout, client.Resource(namespacesGVR), ns); err != nil {
 		return nil, fmt.Errorf("creating the default namespace in %s: %w", path, err)
 	}
 	for _, crd := range crds {
-		if _, err := client.Resource(crdsGVR).Create(ctx, crd.DeepCopy(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := createRetrying(ctx, timeout, client.Resource(crdsGVR), crd.DeepCopy()); err != nil {
 			return nil, fmt.Errorf("installing the workload CRD %s into %s: %w", crd.GetName(), path, err)
 		}
 	}
@@ -159,6 +162,26 @@ func CreateLogicalPCluster(ctx context.Context, s *Server, name string, path log
 		return nil, err
 	}
 	return &PCluster{Name: name, KubeconfigPath: kubeconfig, Config: cfg}, nil
+}
+
+// createRetrying creates obj, which may exist already, retrying while the server answers that it
+// is unavailable, for at most timeout.
+func createRetrying(ctx context.Context, timeout time.Duration, client dynamic.ResourceInterface, obj *unstructured.Unstructured) error {
+	var last error
+	err := workspaces.Poll(ctx, timeout, func(ctx context.Context) (bool, error) {
+		_, last = client.Create(ctx, obj.DeepCopy(), metav1.CreateOptions{})
+		switch {
+		case last == nil || apierrors.IsAlreadyExists(last):
+			return true, nil
+		case apierrors.IsServiceUnavailable(last) || apierrors.IsTooManyRequests(last):
+			return false, nil
+		}
+		return false, last
+	}, "creating %s %s", obj.GetKind(), obj.GetName())
+	if err != nil && last != nil && !errors.Is(err, last) {
+		return fmt.Errorf("%w (last error: %v)", err, last)
+	}
+	return err
 }
 
 // PClusterWorkspaceType makes sure the kcp s has the WorkspaceType pclusterTypeName in root, with
