@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
@@ -20,7 +21,9 @@ import (
 	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/mailbox"
 	"github.com/kcp-dev/edge-mc/pkg/manager"
+	placementtranslator "github.com/kcp-dev/edge-mc/pkg/placement-translator"
 	"github.com/kcp-dev/edge-mc/pkg/workspaces"
 )
 
@@ -36,6 +39,8 @@ func main() {
 	leaderElectionID := fs.String("leader-election-id", "edge-controller-manager", "name of the leader election Lease")
 	hostname, _ := os.Hostname()
 	identity := fs.String("identity", hostname+"-"+fmt.Sprint(os.Getpid()), "this replica's name in the leader election")
+	heartbeatInterval := fs.Duration("heartbeat-interval", placementtranslator.DefaultHeartbeatInterval, "how often every syncer renews its heartbeat (told to the syncers in their SyncerConfigs): the fleet's heartbeat cost is one write per edge cluster per interval")
+	heartbeatGrace := fs.Duration("heartbeat-grace-period", mailbox.DefaultHeartbeatGracePeriod, "how long after its last heartbeat a syncer counts as silent: its SyncTarget's SyncerReady turns Unknown and its destinations count as stale")
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	fs.AddGoFlagSet(klogFlags)
@@ -48,6 +53,10 @@ func main() {
 	}
 	if err := manager.ValidateControllers(*controllers); err != nil {
 		fmt.Fprintf(os.Stderr, "error: --controllers: %v\n", err)
+		os.Exit(2)
+	}
+	if *heartbeatInterval < time.Second || *heartbeatGrace <= *heartbeatInterval {
+		fmt.Fprintf(os.Stderr, "error: --heartbeat-interval (%s) must be at least 1s and --heartbeat-grace-period (%s) longer than it (three intervals is usual)\n", *heartbeatInterval, *heartbeatGrace)
 		os.Exit(2)
 	}
 	espwPath, err := workspaces.ParsePath(*espw)
@@ -74,15 +83,17 @@ func main() {
 	ctx = klog.NewContext(ctx, klog.Background().WithName("edge-controller-manager"))
 	klog.FromContext(ctx).Info("starting", "espw", espwPath, "controllers", strings.Join(*controllers, ","), "leaderElect", *leaderElect)
 	if err := manager.Run(ctx, manager.Options{
-		LoadConfig:       loadConfig,
-		KubeconfigPath:   *kubeconfig,
-		ESPW:             espwPath,
-		Controllers:      *controllers,
-		Workers:          *workers,
-		HTTPAddress:      *httpAddress,
-		LeaderElect:      *leaderElect,
-		LeaderElectionID: *leaderElectionID,
-		Identity:         *identity,
+		LoadConfig:           loadConfig,
+		KubeconfigPath:       *kubeconfig,
+		ESPW:                 espwPath,
+		Controllers:          *controllers,
+		Workers:              *workers,
+		HTTPAddress:          *httpAddress,
+		LeaderElect:          *leaderElect,
+		LeaderElectionID:     *leaderElectionID,
+		Identity:             *identity,
+		HeartbeatInterval:    *heartbeatInterval,
+		HeartbeatGracePeriod: *heartbeatGrace,
 	}); err != nil {
 		klog.FromContext(ctx).Error(err, "exiting")
 		klog.Flush()

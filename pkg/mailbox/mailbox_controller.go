@@ -2,17 +2,19 @@
 // workspace that binds edge.kcp.io, into a mailbox workspace under the ESPW, named
 // <inventory logical cluster>-mb-<SyncTarget UID>, that holds the APIBindings its syncer needs and
 // a syncer identity (ServiceAccount, token Secret, ClusterRole, ClusterRoleBinding) good for that
-// mailbox alone. It reports in the SyncTarget's status (mailbox path, MailboxReady, SyncerReady
-// from the heartbeat Lease the syncer renews in the mailbox), and deletes mailboxes whose
-// SyncTarget is gone, also those left behind while it was not running.
+// mailbox alone. It reports in the SyncTarget's status (mailbox path, MailboxReady; SyncerReady
+// from the heartbeat Lease the syncer renews in the mailbox; SyncerCompatible from what the
+// syncer reports in its SyncerConfig), writing it only when a condition changes, and deletes
+// mailboxes whose SyncTarget is gone, also those left behind while it was not running.
 //
 // A mailbox workspace has the lean WorkspaceType "mailbox" of the ESPW, whose one default
-// APIBinding is to mailbox.edge.kcp.io (SyncerConfig, and a permission claim on Leases); the
-// workload kinds are bound into it when something is placed there.
+// APIBinding is to mailbox.edge.kcp.io (Assemblages, their parts, the SyncerConfig, and a
+// permission claim on Leases); the workload kinds are bound into it only when a placement's
+// up-sync rules need them (by the placement translator).
 //
 // It sees SyncTargets through the virtual workspace of the APIExport edge.kcp.io, heartbeat
-// Leases through that of mailbox.edge.kcp.io, and the mailbox workspaces with a watch on the
-// ESPW: one watch each, however many edge clusters.
+// Leases and SyncerConfigs through that of mailbox.edge.kcp.io, and the mailbox workspaces with
+// a watch on the ESPW: one watch each, however many edge clusters.
 package mailbox
 
 import (
@@ -25,9 +27,9 @@ import (
 	kcpdynamic "github.com/kcp-dev/client-go/dynamic"
 	kcpdynamicinformer "github.com/kcp-dev/client-go/dynamic/dynamicinformer"
 	kcpkubernetesclientset "github.com/kcp-dev/client-go/kubernetes"
+	"github.com/kcp-dev/logicalcluster/v3"
 	tenancyv1alpha1 "github.com/kcp-dev/sdk/apis/tenancy/v1alpha1"
 	kcpclientset "github.com/kcp-dev/sdk/client/clientset/versioned/cluster"
-	"github.com/kcp-dev/logicalcluster/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -47,20 +49,18 @@ import (
 // ControllerName names the controller in logs, metrics and --controllers.
 const ControllerName = "mailbox"
 
-// HeartbeatGracePeriod is how long after the last heartbeat SyncerReady turns Unknown.
-const HeartbeatGracePeriod = 40 * time.Second
-
-// heartbeatRecordInterval bounds how often a healthy syncer's heartbeat is copied into
-// status.lastSyncerHeartbeatTime, so that a fleet of heartbeats does not become a stream of
-// status writes; SyncerReady itself changes as soon as the heartbeat goes stale.
-const heartbeatRecordInterval = 2 * time.Minute
+// DefaultHeartbeatGracePeriod is how long after the last heartbeat SyncerReady turns Unknown,
+// unless edge-controller-manager is told otherwise: three of the default heartbeat intervals
+// (30 s), so that one lost heartbeat is no alarm and silence shows within two minutes.
+const DefaultHeartbeatGracePeriod = 90 * time.Second
 
 // resyncPeriod is how often the informers replay their caches; nothing depends on it.
 const resyncPeriod = 10 * time.Minute
 
 var (
-	syncTargetsGVR = edgev1alpha1.SchemeGroupVersion.WithResource("synctargets")
-	leasesGVR      = schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
+	syncTargetsGVR   = edgev1alpha1.SchemeGroupVersion.WithResource("synctargets")
+	syncerConfigsGVR = edgev1alpha1.SchemeGroupVersion.WithResource("syncerconfigs")
+	leasesGVR        = schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
 )
 
 // Index names.
@@ -85,6 +85,9 @@ type Config struct {
 	Workers int
 	// MaxSetups bounds the mailboxes being set up at once (default DefaultMaxSetups).
 	MaxSetups int
+	// HeartbeatGracePeriod is how long after a syncer's last heartbeat its SyncerReady turns
+	// Unknown (default DefaultHeartbeatGracePeriod).
+	HeartbeatGracePeriod time.Duration
 }
 
 // DefaultMaxSetups is the default of Config.MaxSetups: enough to keep kcp busy, few enough that
@@ -98,9 +101,11 @@ type Controller struct {
 
 	syncTargets cache.SharedIndexInformer
 	mailboxes   cache.SharedIndexInformer
-	// leases watches the heartbeats; nil until the mailbox export's virtual workspace exists.
+	// leases watches the heartbeats, and configs the syncers' reports in their SyncerConfigs; nil
+	// until the mailbox export's virtual workspace exists.
 	leasesMu sync.RWMutex
 	leases   cache.SharedIndexInformer
+	configs  cache.SharedIndexInformer
 
 	// contents records, per mailbox workspace UID, how far this process got in setting up its
 	// contents, so that heartbeats cost no reads in the mailbox and a mailbox waiting for its
@@ -134,6 +139,9 @@ func NewController(cfg Config) (*Controller, error) {
 	}
 	if cfg.MaxSetups <= 0 {
 		cfg.MaxSetups = DefaultMaxSetups
+	}
+	if cfg.HeartbeatGracePeriod <= 0 {
+		cfg.HeartbeatGracePeriod = DefaultHeartbeatGracePeriod
 	}
 	c := &Controller{
 		cfg: cfg,

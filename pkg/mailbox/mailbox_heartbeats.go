@@ -10,6 +10,7 @@ import (
 	"github.com/kcp-dev/logicalcluster/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -35,22 +36,70 @@ func (c *Controller) watchHeartbeats(ctx context.Context) {
 		logger.Error(err, "building the client of the mailbox virtual workspace; heartbeats are not watched")
 		return
 	}
-	informer := kcpdynamicinformer.NewFilteredDynamicInformer(client, leasesGVR, resyncPeriod,
-		cache.Indexers{kcpcache.ClusterIndexName: kcpcache.ClusterIndexFunc},
-		func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + HeartbeatLease }).Informer()
-	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueLeaseOwner,
-		UpdateFunc: func(_, obj any) { c.enqueueLeaseOwner(obj) },
-		DeleteFunc: c.enqueueLeaseOwner,
-	}); err != nil {
-		logger.Error(err, "watching heartbeats")
-		return
+	byName := func(name string) func(*metav1.ListOptions) {
+		return func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + name }
+	}
+	leases := kcpdynamicinformer.NewFilteredDynamicInformer(client, leasesGVR, resyncPeriod,
+		cache.Indexers{kcpcache.ClusterIndexName: kcpcache.ClusterIndexFunc}, byName(HeartbeatLease)).Informer()
+	configs := kcpdynamicinformer.NewFilteredDynamicInformer(client, syncerConfigsGVR, resyncPeriod,
+		cache.Indexers{kcpcache.ClusterIndexName: kcpcache.ClusterIndexFunc}, byName(edgev1alpha1.SyncerConfigName)).Informer()
+	_ = configs.SetTransform(slimSyncerReport)
+	for _, inf := range []cache.SharedIndexInformer{leases, configs} {
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.enqueueLeaseOwner,
+			UpdateFunc: func(_, obj any) { c.enqueueLeaseOwner(obj) },
+			DeleteFunc: c.enqueueLeaseOwner,
+		}); err != nil {
+			logger.Error(err, "watching heartbeats")
+			return
+		}
 	}
 	c.leasesMu.Lock()
-	c.leases = informer
+	c.leases, c.configs = leases, configs
 	c.leasesMu.Unlock()
-	logger.Info("watching heartbeats through the virtual workspace of "+edgev1alpha1.MailboxAPIExportName, "url", url)
-	informer.Run(ctx.Done())
+	logger.Info("watching heartbeats and syncer reports through the virtual workspace of "+edgev1alpha1.MailboxAPIExportName, "url", url)
+	go configs.Run(ctx.Done())
+	leases.Run(ctx.Done())
+}
+
+// slimSyncerReport keeps of a SyncerConfig only what the syncer reports about itself.
+func slimSyncerReport(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	status, _, _ := unstructured.NestedMap(u.Object, "status")
+	kept := map[string]any{}
+	for _, f := range []string{"syncerVersion", "formats", "observedGeneration"} {
+		if v, ok := status[f]; ok {
+			kept[f] = v
+		}
+	}
+	slim := &unstructured.Unstructured{Object: map[string]any{"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(), "status": kept}}
+	slim.SetName(u.GetName())
+	slim.SetAnnotations(u.GetAnnotations()) // the logical cluster
+	slim.SetResourceVersion(u.GetResourceVersion())
+	return slim, nil
+}
+
+// syncerConfig returns what the syncer reported in the mailbox's SyncerConfig (nil if there is
+// none), and whether the SyncerConfigs are known at all.
+func (c *Controller) syncerConfig(mailbox logicalcluster.Name) (*edgev1alpha1.SyncerConfig, bool) {
+	c.leasesMu.RLock()
+	configs := c.configs
+	c.leasesMu.RUnlock()
+	if configs == nil || !configs.HasSynced() {
+		return nil, false
+	}
+	obj, exists, err := configs.GetIndexer().GetByKey(kcpcache.ToClusterAwareKey(mailbox.String(), "", edgev1alpha1.SyncerConfigName))
+	if err != nil || !exists {
+		return nil, true
+	}
+	cfg := &edgev1alpha1.SyncerConfig{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.(*unstructured.Unstructured).Object, cfg); err != nil {
+		return nil, true
+	}
+	return cfg, true
 }
 
 // heartbeat returns the renew time of the heartbeat Lease in the mailbox with the given logical

@@ -7,9 +7,9 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/kcp-dev/logicalcluster/v3"
 	corev1alpha1 "github.com/kcp-dev/sdk/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/kcp-dev/sdk/apis/tenancy/v1alpha1"
-	"github.com/kcp-dev/logicalcluster/v3"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -79,6 +79,9 @@ func (c *Controller) reconcile(ctx context.Context, cluster logicalcluster.Name,
 		// Until the heartbeats are known, SyncerReady stays as it was; their watch's first
 		// list brings every SyncTarget back.
 		recheck = c.syncerStatus(status, renewed)
+	}
+	if cfg, known := c.syncerConfig(logicalcluster.Name(ws.Spec.Cluster)); known {
+		syncerCompatibility(status, cfg)
 	}
 	return recheck, c.writeStatus(ctx, cluster, st, status)
 }

@@ -2,40 +2,63 @@ package mailbox
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
-// syncerStatus sets SyncerReady and lastSyncerHeartbeatTime from the last heartbeat (nil: none
-// yet), and returns when the condition would change if no heartbeat came (0: never).
+// syncerStatus sets SyncerReady from the last heartbeat (nil: none yet), and returns when the
+// condition would change if no heartbeat came (0: never). A healthy syncer's heartbeats change
+// nothing in the SyncTarget's status: it is written only when SyncerReady changes.
 func (c *Controller) syncerStatus(status *edgev1alpha1.SyncTargetStatus, renewed *time.Time) time.Duration {
-	return syncerStatusAt(c.now(), status, renewed)
+	return syncerStatusAt(c.now(), c.cfg.HeartbeatGracePeriod, status, renewed)
 }
 
-func syncerStatusAt(now time.Time, status *edgev1alpha1.SyncTargetStatus, renewed *time.Time) time.Duration {
+func syncerStatusAt(now time.Time, grace time.Duration, status *edgev1alpha1.SyncTargetStatus, renewed *time.Time) time.Duration {
 	if renewed == nil {
 		setCondition(status, edgev1alpha1.SyncTargetSyncerReady, metav1.ConditionUnknown, edgev1alpha1.ReasonHeartbeatMissing,
 			"no heartbeat from the syncer yet: install it in the edge cluster with the YAML of 'kubectl edge prep-for-syncer'")
 		return 0
 	}
 	age := now.Sub(*renewed)
-	previous := meta.FindStatusCondition(status.Conditions, edgev1alpha1.SyncTargetSyncerReady)
-	wasReady := previous != nil && previous.Status == metav1.ConditionTrue
-	if age <= HeartbeatGracePeriod {
+	if age <= grace {
 		setCondition(status, edgev1alpha1.SyncTargetSyncerReady, metav1.ConditionTrue, edgev1alpha1.ReasonHeartbeatCurrent,
-			fmt.Sprintf("the syncer renewed its heartbeat within the last %s", HeartbeatGracePeriod))
-		last := status.LastSyncerHeartbeatTime
-		if !wasReady || last == nil || renewed.Sub(last.Time) >= heartbeatRecordInterval || renewed.Before(last.Time) {
-			status.LastSyncerHeartbeatTime = &metav1.Time{Time: renewed.Truncate(time.Second)}
-		}
-		return HeartbeatGracePeriod - age + time.Second
+			fmt.Sprintf("the syncer renews its heartbeat within the grace period of %s", grace))
+		return grace - age + time.Second
 	}
 	setCondition(status, edgev1alpha1.SyncTargetSyncerReady, metav1.ConditionUnknown, edgev1alpha1.ReasonHeartbeatStale,
-		fmt.Sprintf("no heartbeat from the syncer since %s, more than %s ago", renewed.UTC().Format(time.RFC3339), HeartbeatGracePeriod))
-	status.LastSyncerHeartbeatTime = &metav1.Time{Time: renewed.Truncate(time.Second)}
+		fmt.Sprintf("no heartbeat from the syncer since %s, more than %s ago", renewed.UTC().Format(time.RFC3339), grace))
 	return 0
+}
+
+// syncerCompatibility sets SyncerCompatible from what the syncer reports in its SyncerConfig:
+// whether it reads the assemblage format that the center writes. cfg nil: no SyncerConfig yet.
+func syncerCompatibility(status *edgev1alpha1.SyncTargetStatus, cfg *edgev1alpha1.SyncerConfig) {
+	const cond = edgev1alpha1.SyncTargetSyncerCompatible
+	switch {
+	case cfg == nil || (cfg.Status.SyncerVersion == "" && len(cfg.Status.Formats) == 0 && cfg.Status.ObservedGeneration == 0):
+		setCondition(status, cond, metav1.ConditionUnknown, edgev1alpha1.ReasonHeartbeatMissing, "no syncer has reported in the mailbox yet")
+	case slices.Contains(cfg.Status.Formats, transport.FormatV1):
+		setCondition(status, cond, metav1.ConditionTrue, edgev1alpha1.ReasonFormatsSupported,
+			fmt.Sprintf("the syncer (version %s) reads the assemblage format %s", versionText(cfg.Status.SyncerVersion), transport.FormatV1))
+	case len(cfg.Status.Formats) == 0:
+		setCondition(status, cond, metav1.ConditionFalse, edgev1alpha1.ReasonSyncerOutdated,
+			"the syncer predates assemblages: it keeps the edge cluster as it is and applies no change until it is upgraded (install the YAML of 'kubectl edge prep-for-syncer' of this release)")
+	default:
+		setCondition(status, cond, metav1.ConditionFalse, edgev1alpha1.ReasonSyncerOutdated,
+			fmt.Sprintf("the syncer (version %s) reads the assemblage formats %s, not %s that the center writes: it changes nothing at the edge until it is upgraded",
+				versionText(cfg.Status.SyncerVersion), strings.Join(cfg.Status.Formats, ", "), transport.FormatV1))
+	}
+}
+
+func versionText(v string) string {
+	if v == "" {
+		return "unknown"
+	}
+	return v
 }

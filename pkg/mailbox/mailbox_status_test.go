@@ -4,44 +4,36 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
 func TestSyncerStatus(t *testing.T) {
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	const grace = 90 * time.Second
 	at := func(ago time.Duration) *time.Time { t := now.Add(-ago); return &t }
-	ready := func(recorded time.Duration) edgev1alpha1.SyncTargetStatus {
-		s := edgev1alpha1.SyncTargetStatus{LastSyncerHeartbeatTime: &metav1.Time{Time: now.Add(-recorded)}}
-		setCondition(&s, edgev1alpha1.SyncTargetSyncerReady, metav1.ConditionTrue, edgev1alpha1.ReasonHeartbeatCurrent, "")
-		return s
-	}
 	for _, tc := range []struct {
-		name         string
-		before       edgev1alpha1.SyncTargetStatus
-		renewed      *time.Time
-		wantStatus   metav1.ConditionStatus
-		wantReason   string
-		wantRecorded *time.Time // nil: lastSyncerHeartbeatTime unchanged from before
-		wantRecheck  time.Duration
+		name        string
+		renewed     *time.Time
+		wantStatus  metav1.ConditionStatus
+		wantReason  string
+		wantRecheck time.Duration
 	}{
 		{name: "no heartbeat yet", renewed: nil, wantStatus: metav1.ConditionUnknown, wantReason: edgev1alpha1.ReasonHeartbeatMissing},
-		{name: "first heartbeat is recorded", renewed: at(5 * time.Second), wantStatus: metav1.ConditionTrue,
-			wantReason: edgev1alpha1.ReasonHeartbeatCurrent, wantRecorded: at(5 * time.Second), wantRecheck: 36 * time.Second},
-		{name: "a heartbeat soon after the recorded one is not written", before: ready(20 * time.Second), renewed: at(time.Second),
-			wantStatus: metav1.ConditionTrue, wantReason: edgev1alpha1.ReasonHeartbeatCurrent, wantRecheck: 40 * time.Second},
-		{name: "the recorded time is refreshed after the record interval", before: ready(3 * time.Minute), renewed: at(0),
-			wantStatus: metav1.ConditionTrue, wantReason: edgev1alpha1.ReasonHeartbeatCurrent, wantRecorded: at(0), wantRecheck: 41 * time.Second},
-		{name: "just inside the grace period", renewed: at(HeartbeatGracePeriod), wantStatus: metav1.ConditionTrue,
-			wantReason: edgev1alpha1.ReasonHeartbeatCurrent, wantRecorded: at(HeartbeatGracePeriod), wantRecheck: time.Second},
-		{name: "silent past the grace period", before: ready(time.Minute), renewed: at(HeartbeatGracePeriod + time.Second),
-			wantStatus: metav1.ConditionUnknown, wantReason: edgev1alpha1.ReasonHeartbeatStale, wantRecorded: at(HeartbeatGracePeriod + time.Second)},
+		{name: "a recent heartbeat", renewed: at(5 * time.Second), wantStatus: metav1.ConditionTrue,
+			wantReason: edgev1alpha1.ReasonHeartbeatCurrent, wantRecheck: grace - 4*time.Second},
+		{name: "just inside the grace period", renewed: at(grace), wantStatus: metav1.ConditionTrue,
+			wantReason: edgev1alpha1.ReasonHeartbeatCurrent, wantRecheck: time.Second},
+		{name: "silent past the grace period", renewed: at(grace + time.Second),
+			wantStatus: metav1.ConditionUnknown, wantReason: edgev1alpha1.ReasonHeartbeatStale},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			status := tc.before.DeepCopy()
-			recheck := syncerStatusAt(now, status, tc.renewed)
+			status := &edgev1alpha1.SyncTargetStatus{}
+			recheck := syncerStatusAt(now, grace, status, tc.renewed)
 			c := meta.FindStatusCondition(status.Conditions, edgev1alpha1.SyncTargetSyncerReady)
 			if c == nil || c.Status != tc.wantStatus || c.Reason != tc.wantReason {
 				t.Fatalf("SyncerReady = %+v, want %s/%s", c, tc.wantStatus, tc.wantReason)
@@ -49,15 +41,38 @@ func TestSyncerStatus(t *testing.T) {
 			if recheck != tc.wantRecheck {
 				t.Errorf("recheck after %s, want %s", recheck, tc.wantRecheck)
 			}
-			want := tc.before.LastSyncerHeartbeatTime
-			if tc.wantRecorded != nil {
-				want = &metav1.Time{Time: *tc.wantRecorded}
-			}
-			got := status.LastSyncerHeartbeatTime
-			if (got == nil) != (want == nil) || (got != nil && !got.Time.Equal(want.Time)) {
-				t.Errorf("lastSyncerHeartbeatTime = %v, want %v", got, want)
-			}
 		})
+	}
+	// A healthy syncer's heartbeats leave the status as it was: nothing to write.
+	first := &edgev1alpha1.SyncTargetStatus{}
+	syncerStatusAt(now, grace, first, at(20*time.Second))
+	second := first.DeepCopy()
+	syncerStatusAt(now.Add(30*time.Second), grace, second, at(-10*time.Second))
+	if !equality.Semantic.DeepEqual(first, second) {
+		t.Errorf("a later heartbeat changed the status: %+v -> %+v", first, second)
+	}
+}
+
+func TestSyncerCompatibility(t *testing.T) {
+	cfg := func(version string, formats ...string) *edgev1alpha1.SyncerConfig {
+		return &edgev1alpha1.SyncerConfig{Status: edgev1alpha1.SyncerConfigStatus{ObservedGeneration: 1, SyncerVersion: version, Formats: formats}}
+	}
+	for _, tc := range []struct {
+		name string
+		cfg  *edgev1alpha1.SyncerConfig
+		want metav1.ConditionStatus
+	}{
+		{"no SyncerConfig", nil, metav1.ConditionUnknown},
+		{"no report yet", &edgev1alpha1.SyncerConfig{}, metav1.ConditionUnknown},
+		{"reads the format", cfg("v0.2.0", "x", transport.FormatV1), metav1.ConditionTrue},
+		{"predates assemblages", cfg(""), metav1.ConditionFalse},
+		{"reads other formats only", cfg("v9", "edge.kcp.io/other"), metav1.ConditionFalse},
+	} {
+		status := &edgev1alpha1.SyncTargetStatus{}
+		syncerCompatibility(status, tc.cfg)
+		if c := meta.FindStatusCondition(status.Conditions, edgev1alpha1.SyncTargetSyncerCompatible); c == nil || c.Status != tc.want {
+			t.Errorf("%s: SyncerCompatible = %+v, want %s", tc.name, c, tc.want)
+		}
 	}
 }
 

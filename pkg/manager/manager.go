@@ -17,8 +17,8 @@ import (
 
 	kcpdynamic "github.com/kcp-dev/client-go/dynamic"
 	kcpkubernetesclientset "github.com/kcp-dev/client-go/kubernetes"
-	kcpclientset "github.com/kcp-dev/sdk/client/clientset/versioned/cluster"
 	"github.com/kcp-dev/logicalcluster/v3"
+	kcpclientset "github.com/kcp-dev/sdk/client/clientset/versioned/cluster"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
@@ -78,6 +78,11 @@ type Options struct {
 	LeaderElectionID string
 	// Identity names this replica in the election.
 	Identity string
+	// HeartbeatInterval is how often every syncer renews its heartbeat (told to them in their
+	// SyncerConfigs), and HeartbeatGracePeriod how long after its last heartbeat a syncer counts
+	// as silent (SyncerReady Unknown, its destinations stale): the fleet's heartbeat settings,
+	// set here for all of it. Zero takes the defaults (30 s and 90 s).
+	HeartbeatInterval, HeartbeatGracePeriod time.Duration
 }
 
 // ValidateControllers checks the names given to --controllers.
@@ -152,6 +157,10 @@ func Run(ctx context.Context, o Options) error {
 	}
 }
 
+// translatorWorkersPerWorker: the placement translator runs this many reconciles per --workers,
+// because each of its reconciles mostly waits for a write to kcp.
+const translatorWorkersPerWorker = 4
+
 // runRound runs one round of Run, until ctx ends or the lease is lost.
 func runRound(ctx context.Context, o Options, ready *atomic.Pointer[string]) error {
 	logger := klog.FromContext(ctx)
@@ -200,17 +209,23 @@ func runRound(ctx context.Context, o Options, ready *atomic.Pointer[string]) err
 		for _, name := range o.Controllers {
 			switch name {
 			case mailbox.ControllerName:
-				c, err := mailbox.NewController(mailbox.Config{ESPW: o.ESPW, KCP: kcp, Kube: kube, EdgeVW: edgeVW, VWConfig: base, Workers: o.Workers})
+				c, err := mailbox.NewController(mailbox.Config{ESPW: o.ESPW, KCP: kcp, Kube: kube, EdgeVW: edgeVW, VWConfig: base, Workers: o.Workers,
+					HeartbeatGracePeriod: o.HeartbeatGracePeriod})
 				if err != nil {
 					return nil, err
 				}
 				controllers = append(controllers, runnable{name: name, start: c.Start, synced: c.HasSynced})
 			case placementtranslator.ControllerName:
-				admin, err := kcpdynamic.NewForConfig(base)
+				// The translator writes as fast as kcp takes it: no client-side rate limit, and
+				// enough workers to keep kcp busy (one write per changed assemblage each).
+				writer := rest.CopyConfig(base)
+				writer.QPS, writer.Burst = -1, 0
+				admin, err := kcpdynamic.NewForConfig(writer)
 				if err != nil {
 					return nil, err
 				}
-				c, err := placementtranslator.NewController(placementtranslator.Config{ESPW: o.ESPW, EdgeVWConfig: vwConfig, Admin: admin, KCP: kcp, Workers: o.Workers})
+				c, err := placementtranslator.NewController(placementtranslator.Config{ESPW: o.ESPW, EdgeVWConfig: vwConfig, Admin: admin, KCP: kcp,
+					Workers: translatorWorkersPerWorker * o.Workers, HeartbeatInterval: o.HeartbeatInterval})
 				if err != nil {
 					return nil, err
 				}

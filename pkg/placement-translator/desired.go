@@ -39,6 +39,7 @@ const (
 	problemDenatured     = "InvalidDenaturedObject"
 	problemMailbox       = "MailboxNotReady"
 	problemWrite         = "WriteError"
+	problemTooLarge      = edgev1alpha1.PlacementTooLarge
 )
 
 // copyKey identifies a copy in a mailbox, whatever version it is read at.

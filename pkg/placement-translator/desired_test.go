@@ -13,8 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
-
-	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 )
 
 func TestCopyKeyString(t *testing.T) {
@@ -63,53 +61,6 @@ var orderKeys = []copyKey{
 	ck(deploymentsGVR, "ns-a", "web"),
 }
 
-func TestApplyOrder(t *testing.T) {
-	copies := map[copyKey]*desiredCopy{}
-	for _, k := range orderKeys {
-		copies[k] = &desiredCopy{}
-	}
-	want := []string{
-		"customresourcedefinitions.apiextensions.k8s.io/gadgets.example.com",
-		"customresourcedefinitions.apiextensions.k8s.io/widgets.example.com",
-		"namespaces/ns-a",
-		"namespaces/ns-b",
-		"clusterroles.rbac.authorization.k8s.io/reader",
-		"configmaps/ns-a/cfg",
-		"deployments.apps/ns-a/web",
-		"deployments.apps/ns-b/web",
-	}
-	for i := 0; i < 5; i++ {
-		if got := keyStrings(applyOrder(copies)); !reflect.DeepEqual(got, want) {
-			t.Fatalf("applyOrder() = %q, want %q", got, want)
-		}
-	}
-	if got := applyOrder(nil); len(got) != 0 {
-		t.Errorf("applyOrder(nil) = %v, want none", got)
-	}
-}
-
-func TestDeleteOrder(t *testing.T) {
-	copies := map[copyKey]copyRecord{}
-	for _, k := range orderKeys {
-		copies[k] = copyRecord{}
-	}
-	want := []string{
-		"clusterroles.rbac.authorization.k8s.io/reader",
-		"configmaps/ns-a/cfg",
-		"deployments.apps/ns-a/web",
-		"deployments.apps/ns-b/web",
-		"namespaces/ns-a",
-		"namespaces/ns-b",
-		"customresourcedefinitions.apiextensions.k8s.io/gadgets.example.com",
-		"customresourcedefinitions.apiextensions.k8s.io/widgets.example.com",
-	}
-	for i := 0; i < 5; i++ {
-		if got := keyStrings(deleteOrder(copies)); !reflect.DeepEqual(got, want) {
-			t.Fatalf("deleteOrder() = %q, want %q", got, want)
-		}
-	}
-}
-
 func TestGVROf(t *testing.T) {
 	tests := []struct {
 		gr         metav1.GroupResource
@@ -123,87 +74,6 @@ func TestGVROf(t *testing.T) {
 		if got := gvrOf(tt.gr, tt.apiVersion); got != tt.want {
 			t.Errorf("gvrOf(%v, %q) = %v, want %v", tt.gr, tt.apiVersion, got, tt.want)
 		}
-	}
-}
-
-func TestNeedsWorkloadsBinding(t *testing.T) {
-	widgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
-	tests := []struct {
-		name   string
-		copies map[copyKey]*desiredCopy
-		want   bool
-	}{
-		{"nothing", nil, false},
-		{"kcp built-ins only", map[copyKey]*desiredCopy{
-			ck(configMapsGVR, "ns", "cfg"):         {resource: resource{gvr: configMapsGVR}},
-			ck(namespacesGVR, "", "ns"):            {resource: resource{gvr: namespacesGVR}},
-			ck(rolesGVR, "", "reader"):             {resource: resource{gvr: rolesGVR}},
-			ck(crdsGVR, "", "widgets.example.com"): {resource: resource{gvr: crdsGVR}},
-		}, false},
-		{"a custom kind of the workload workspace", map[copyKey]*desiredCopy{
-			ck(widgets, "ns", "w"): {resource: resource{gvr: widgets, custom: true}},
-		}, false},
-		{"a deployment", map[copyKey]*desiredCopy{
-			ck(configMapsGVR, "ns", "cfg"):  {resource: resource{gvr: configMapsGVR}},
-			ck(deploymentsGVR, "ns", "web"): {resource: resource{gvr: deploymentsGVR}},
-		}, true},
-		{"a service", map[copyKey]*desiredCopy{
-			ck(schema.GroupVersionResource{Version: "v1", Resource: "services"}, "ns", "svc"): {},
-		}, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := needsWorkloadsBinding(&desiredState{copies: tt.copies}); got != tt.want {
-				t.Errorf("needsWorkloadsBinding() = %v, want %v", got, tt.want)
-			}
-		})
-	}
-}
-
-func TestWithoutWorkloadKinds(t *testing.T) {
-	widgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
-	d := &desiredState{
-		copies: map[copyKey]*desiredCopy{
-			ck(namespacesGVR, "", "ns"):            {resource: resource{gvr: namespacesGVR}},
-			ck(configMapsGVR, "ns", "cfg"):         {resource: resource{gvr: configMapsGVR}},
-			ck(crdsGVR, "", "widgets.example.com"): {resource: resource{gvr: crdsGVR}},
-			ck(widgets, "ns", "w"):                 {resource: resource{gvr: widgets, custom: true}},
-			ck(deploymentsGVR, "ns", "web"):        {resource: resource{gvr: deploymentsGVR}},
-		},
-		keep:   map[copyKey]bool{ck(deploymentsGVR, "ns", "old"): true},
-		upsync: []edgev1alpha1.UpsyncSet{{Resources: []string{"*"}}},
-	}
-	w := withoutWorkloadKinds(d)
-	var got []string
-	for _, k := range applyOrder(w.copies) {
-		got = append(got, k.String())
-	}
-	want := []string{
-		ck(crdsGVR, "", "widgets.example.com").String(),
-		ck(namespacesGVR, "", "ns").String(),
-		ck(configMapsGVR, "ns", "cfg").String(),
-		ck(widgets, "ns", "w").String(),
-	}
-	if strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Errorf("withoutWorkloadKinds copies = %v, want %v", got, want)
-	}
-	if needsWorkloadsBinding(w) {
-		t.Errorf("withoutWorkloadKinds still needs the workloads binding")
-	}
-	if w.upsync != nil || !w.keep[ck(deploymentsGVR, "ns", "old")] {
-		t.Errorf("withoutWorkloadKinds: upsync %v (want none), keep %v (want kept)", w.upsync, w.keep)
-	}
-	if len(d.copies) != 5 || len(d.upsync) != 1 {
-		t.Errorf("withoutWorkloadKinds changed its input: %d copies, %d upsync rules", len(d.copies), len(d.upsync))
-	}
-}
-
-func TestGVRsNeedWorkloads(t *testing.T) {
-	if gvrsNeedWorkloads([]schema.GroupVersionResource{configMapsGVR, namespacesGVR, crdsGVR}) {
-		t.Errorf("gvrsNeedWorkloads(built-ins) = true, want false")
-	}
-	if !gvrsNeedWorkloads([]schema.GroupVersionResource{configMapsGVR, deploymentsGVR}) {
-		t.Errorf("gvrsNeedWorkloads(with deployments) = false, want true")
 	}
 }
 

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/kcp-dev/logicalcluster/v3"
@@ -22,16 +22,19 @@ import (
 	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
-// copyRecord is what the controller knows of a copy in a mailbox.
+// copyRecord is what the controller knows of an object delivered into a mailbox: the workload
+// workspace it comes from and the assemblage that carries it.
 type copyRecord struct {
-	// gvr is the resource, at the version the copy was written or read at.
-	gvr    schema.GroupVersionResource
-	hash   string
-	source string
+	source     string
+	assemblage string
 }
 
-// reconcileMailbox makes the mailbox hold what its destinations' placements select, and its
-// SyncerConfig say so.
+// reconcileMailbox makes the mailbox hold, for each placement that has it as a destination, one
+// assemblage of the objects the placement selects, customised; deletes the assemblages of
+// placements that no longer have it; and makes its SyncerConfig say what else the syncer needs.
+// It writes only what differs from what the mailbox holds (the mailbox view), so an assemblage
+// edited or deleted by hand is put back, and nothing is written after a restart that did not
+// change.
 func (c *Controller) reconcileMailbox(ctx context.Context, name string) (time.Duration, error) {
 	logger := klog.FromContext(ctx)
 	st := c.syncTargetOfMailbox(name)
@@ -42,7 +45,8 @@ func (c *Controller) reconcileMailbox(ctx context.Context, name string) (time.Du
 		return 0, nil
 	}
 	path, _, _ := unstructured.NestedString(st.Object, "status", "mailboxWorkspace")
-	if path == "" || !mailboxReady(st) {
+	cluster, _, _ := unstructured.NestedString(st.Object, "status", "mailboxCluster")
+	if path == "" || cluster == "" || !mailboxReady(st) {
 		var res mailboxResult
 		for pk := range c.destinationsOf(name) {
 			res.placements = append(res.placements, pk)
@@ -51,97 +55,325 @@ func (c *Controller) reconcileMailbox(ctx context.Context, name string) (time.Du
 		c.report(name, res)
 		return 0, nil // a change of the SyncTarget's status queues the mailbox again
 	}
-	mb := logicalcluster.NewPath(path)
-	state := c.mailboxState(name)
-	if !state.loaded {
-		if err := c.loadMailbox(ctx, mb, state); err != nil {
-			return 0, err
-		}
+	if !c.view.hasSynced() {
+		return time.Second, nil
 	}
-	d, ok := c.computeDesired(name, state.copies)
+	mb, mbc := logicalcluster.NewPath(path), logicalcluster.Name(cluster)
+	current := c.view.assemblagesOf(mbc)
+	d, ok := c.computeDesired(name, heldObjects(current))
 	if !ok {
 		logger.V(4).Info("waiting for the custom kinds of a workload workspace to be known")
 		return 2 * time.Second, nil
 	}
 	res := mailboxResult{placements: d.placements, problems: d.problems}
 	defer func() { c.report(name, res) }()
-
-	// While the mailbox does not serve the workload kinds yet, the copies of every other kind
-	// are written (and the SyncerConfig names only theirs), so that kcp binding the export,
-	// which takes it seconds when many mailboxes are new, does not hold them up.
-	writable := d
-	var recheck time.Duration
-	if (needsWorkloadsBinding(d) || upsyncNeedsWorkloads(d.upsync, c.workload.resources)) && !state.workloadsBound {
-		bound, created, err := c.ensureWorkloadsBinding(ctx, mb)
-		if err != nil {
-			return 0, err
-		}
-		if created {
-			// Come back once the other mailboxes waiting have their bindings made too, so that
-			// kcp binds them all while the copies are written.
-			res.pending = true
-			return time.Millisecond, nil
-		}
-		if bound {
-			state.workloadsBound = true
-		} else {
-			res.pending = true
-			recheck = time.Second
-			writable = withoutWorkloadKinds(d)
-		}
+	if len(d.keepResources) > 0 {
+		// Some objects of a workload resource are not known yet: writing now could drop them.
+		res.pending = true
+		return 2 * time.Second, nil
 	}
 
-	// The SyncerConfig names every resource the mailbox may hold copies of before any is
-	// written, so that after a restart the controller finds (and can delete) them all.
-	if err := c.writeSyncerConfig(ctx, mb, name, state, syncerConfigSpec(writable, state.copies, true)); err != nil {
-		return 0, err
-	}
+	plans := c.planAssemblages(ctx, mb, d, current)
 	var failed []error
-	for _, key := range applyOrder(writable.copies) {
-		dc := d.copies[key]
-		hash, err := c.writeCopy(ctx, mb, key, dc, state.copies[key].hash)
-		if err != nil {
+	for _, p := range plans {
+		res.problems = append(res.problems, p.problems...)
+		if p.hold {
+			continue
+		}
+		if err := c.writeAssemblage(ctx, mb, mbc, p, current[p.name]); err != nil {
 			failed = append(failed, err)
-			for _, p := range dc.placements {
-				res.problems = append(res.problems, problem{placementKey{dc.source, p}, problemWrite, err.Error()})
-			}
-			continue
+			res.problems = append(res.problems, problem{p.placement, problemWrite, err.Error()})
 		}
-		state.copies[key] = copyRecord{gvr: dc.resource.gvr, hash: hash, source: dc.source}
 	}
-	for _, key := range deleteOrder(state.copies) {
-		rec := state.copies[key]
-		if _, wanted := d.copies[key]; wanted || d.keep[key] || d.keepSources[rec.source] || d.keepResources[key.gr] {
-			continue
-		}
-		err := c.cfg.Admin.Cluster(mb).Resource(rec.gvr).Namespace(key.namespace).Delete(ctx, key.name, metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			failed = append(failed, fmt.Errorf("deleting %s from mailbox %s: %w", key, mb, err))
-			continue
-		}
-		logger.V(2).Info("deleted a copy nothing selects any more", "copy", key.String())
-		delete(state.copies, key)
+	planned := map[string]bool{}
+	for _, p := range plans {
+		planned[p.name] = true
 	}
-	if err := c.writeSyncerConfig(ctx, mb, name, state, syncerConfigSpec(writable, state.copies, false)); err != nil {
-		return 0, err
+	for aName, a := range current {
+		if planned[aName] || d.keepSources[a.Spec.Placement.Cluster] {
+			continue
+		}
+		if err := c.deleteAssemblage(ctx, mb, mbc, aName); err != nil {
+			failed = append(failed, err)
+			continue
+		}
+		logger.V(2).Info("deleted the assemblage of a placement that no longer has this destination", "assemblage", aName)
+	}
+	recheck, err := c.reconcileSyncerConfig(ctx, mb, mbc, name, d)
+	if err != nil {
+		failed = append(failed, err)
+	}
+	if recheck > 0 {
+		res.pending = true
 	}
 	return recheck, errors.Join(failed...)
 }
 
-// withoutWorkloadKinds is d without the copies of kinds that kcp serves only through the
-// workloads export (and without the upsync rules, which the SyncerConfig gets with them).
-// Deletions still follow d: nothing of those kinds is in a mailbox that does not bind the
-// export.
-func withoutWorkloadKinds(d *desiredState) *desiredState {
-	w := *d
-	w.copies = map[copyKey]*desiredCopy{}
-	for k, dc := range d.copies {
-		if !needsWorkloads(k, dc) {
-			w.copies[k] = dc
+// heldObjects says, for each object the mailbox's assemblages carry, which workload workspace
+// it comes from and which assemblage carries it.
+func heldObjects(current map[string]*edgev1alpha1.Assemblage) map[copyKey]copyRecord {
+	held := map[copyKey]copyRecord{}
+	for name, a := range current {
+		for _, o := range a.Spec.Objects {
+			k, ok := transport.ParseKey(o)
+			if !ok {
+				continue
+			}
+			held[copyKeyOf(k)] = copyRecord{source: a.Spec.Placement.Cluster, assemblage: name}
 		}
 	}
-	w.upsync = nil
-	return &w
+	return held
+}
+
+func copyKeyOf(k transport.Key) copyKey {
+	return copyKey{gr: k.GroupResource(), namespace: k.Namespace, name: k.Name}
+}
+
+func (k copyKey) transportKey() transport.Key {
+	return transport.KeyOf(k.gr, k.namespace, k.name)
+}
+
+// assemblagePlan is what one placement's assemblage in the mailbox should be.
+type assemblagePlan struct {
+	placement placementKey
+	name      string
+	// hold: leave the assemblage as it is (the placement's selection is invalid, or the
+	// document could not be made).
+	hold     bool
+	encoded  *transport.Encoded
+	shared   []edgev1alpha1.SharedObject
+	problems []problem
+	// gains: the assemblage is to carry an object it does not carry now (written first, so that
+	// an object moving between assemblages of the mailbox is never absent from all of them).
+	gains bool
+}
+
+// planAssemblages works out each placement's assemblage. An object selected by several
+// placements of its workspace travels in the assemblage of the first of them by name; the others
+// list it as shared.
+func (c *Controller) planAssemblages(ctx context.Context, mb logicalcluster.Path, d *desiredState, current map[string]*edgev1alpha1.Assemblage) []*assemblagePlan {
+	held := heldObjects(current)
+	var plans []*assemblagePlan
+	for _, pk := range d.placements {
+		p := &assemblagePlan{placement: pk, name: transport.AssemblageName(pk.cluster, pk.name)}
+		plans = append(plans, p)
+		if d.keepSources[pk.cluster] {
+			p.hold = true
+			continue
+		}
+		var entries []transport.Entry
+		carried := map[copyKey]bool{}
+		for key, dc := range d.copies {
+			if dc.source != pk.cluster || !slices.Contains(dc.placements, pk.name) {
+				continue
+			}
+			owner := slices.Min(dc.placements)
+			if owner != pk.name {
+				p.shared = append(p.shared, edgev1alpha1.SharedObject{Object: key.String(), Assemblage: transport.AssemblageName(pk.cluster, owner)})
+				continue
+			}
+			e := transport.Entry{Group: dc.resource.gvr.Group, Version: dc.resource.gvr.Version, Resource: dc.resource.gvr.Resource,
+				Namespaced: dc.resource.namespaced, Object: dc.obj.Object}
+			if err := transport.CheckSize(&e); err != nil {
+				p.problems = append(p.problems, problem{pk, problemTooLarge, err.Error()})
+				d.keep[key] = true
+				continue
+			}
+			entries = append(entries, e)
+			carried[key] = true
+		}
+		// Objects that failed (customisation, size, a collision) keep their last good version,
+		// if this assemblage carried one.
+		var keptKeys []copyKey
+		for key := range d.keep {
+			if rec, ok := held[key]; ok && rec.assemblage == p.name && !carried[key] {
+				keptKeys = append(keptKeys, key)
+			}
+		}
+		if len(keptKeys) > 0 {
+			kept, err := c.previousEntries(ctx, mb, p.name, keptKeys)
+			if err != nil {
+				p.hold = true
+				p.problems = append(p.problems, problem{pk, problemWrite, fmt.Sprintf("keeping the last good version of %d objects: %v", len(keptKeys), err)})
+				continue
+			}
+			entries = append(entries, kept...)
+		}
+		sort.Slice(p.shared, func(i, j int) bool { return p.shared[i].Object < p.shared[j].Object })
+		enc, err := transport.Encode(entries)
+		if err != nil {
+			p.hold = true
+			p.problems = append(p.problems, problem{pk, problemTooLarge, err.Error()})
+			continue
+		}
+		p.encoded = enc
+		if cur := current[p.name]; cur == nil {
+			p.gains = len(enc.Objects) > 0
+		} else {
+			for _, o := range enc.Objects {
+				if !slices.Contains(cur.Spec.Objects, o) {
+					p.gains = true
+					break
+				}
+			}
+		}
+	}
+	sort.SliceStable(plans, func(i, j int) bool { return plans[i].gains && !plans[j].gains })
+	return plans
+}
+
+// previousEntries reads, from the mailbox, the named objects of the version of an assemblage
+// that is there.
+func (c *Controller) previousEntries(ctx context.Context, mb logicalcluster.Path, name string, keys []copyKey) ([]transport.Entry, error) {
+	u, err := c.cfg.Admin.Cluster(mb).Resource(assemblagesGVR).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading assemblage %s of mailbox %s: %w", name, mb, err)
+	}
+	a := &edgev1alpha1.Assemblage{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, a); err != nil {
+		return nil, err
+	}
+	var parts []*edgev1alpha1.AssemblagePart
+	if a.Spec.Parts > 1 {
+		list, err := c.cfg.Admin.Cluster(mb).Resource(assemblagePartsGVR).List(ctx, metav1.ListOptions{LabelSelector: transport.LabelAssemblage + "=" + transport.LabelValue(name)})
+		if err != nil {
+			return nil, fmt.Errorf("reading the parts of assemblage %s of mailbox %s: %w", name, mb, err)
+		}
+		for i := range list.Items {
+			p := &edgev1alpha1.AssemblagePart{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(list.Items[i].Object, p); err == nil {
+				parts = append(parts, p)
+			}
+		}
+	}
+	doc, err := transport.DecodeAssemblage(a, parts)
+	if err != nil {
+		return nil, err
+	}
+	want := map[string]bool{}
+	for _, k := range keys {
+		want[k.String()] = true
+	}
+	var out []transport.Entry
+	for _, e := range doc.Objects {
+		if want[e.Key().String()] {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// writeAssemblage writes what differs between the plan and what the mailbox holds: the parts
+// first, then the Assemblage, then it deletes the parts no longer needed.
+func (c *Controller) writeAssemblage(ctx context.Context, mb logicalcluster.Path, mbc logicalcluster.Name, p *assemblagePlan, cur *edgev1alpha1.Assemblage) error {
+	enc := p.encoded
+	parts := c.view.partsOf(mbc)
+	for i := 1; i < len(enc.Pieces); i++ {
+		partName := transport.PartName(p.name, i)
+		if have := parts[partName]; have != nil && have.Spec.Assemblage == p.name && have.Spec.Version == enc.Version &&
+			int(have.Spec.Index) == i && have.Spec.Digest == enc.Digests[i] {
+			continue
+		}
+		part := &edgev1alpha1.AssemblagePart{
+			TypeMeta:   metav1.TypeMeta{APIVersion: edgev1alpha1.SchemeGroupVersion.String(), Kind: "AssemblagePart"},
+			ObjectMeta: metav1.ObjectMeta{Name: partName, Labels: map[string]string{transport.LabelAssemblage: transport.LabelValue(p.name)}},
+			Spec: edgev1alpha1.AssemblagePartSpec{Assemblage: p.name, Version: enc.Version, Index: int32(i),
+				Data: enc.Pieces[i], Digest: enc.Digests[i]},
+		}
+		if err := c.apply(ctx, mb, assemblagePartsGVR, partName, part); err != nil {
+			return err
+		}
+	}
+	want := edgev1alpha1.AssemblageSpec{
+		Placement:   edgev1alpha1.PlacementReference{Cluster: p.placement.cluster, Name: p.placement.name},
+		Version:     enc.Version,
+		Format:      transport.FormatV1,
+		Objects:     enc.Objects,
+		ObjectCount: int32(len(enc.Objects)),
+		Shared:      p.shared,
+		Parts:       int32(len(enc.Pieces)),
+		Data:        enc.Pieces[0],
+		Digest:      enc.Digests[0],
+	}
+	labels := map[string]string{
+		transport.LabelPlacementCluster: p.placement.cluster,
+		transport.LabelPlacementName:    transport.LabelValue(p.placement.name),
+	}
+	if cur == nil || !sameSpec(&cur.Spec, &want) || !hasLabels(cur.Labels, labels) {
+		a := &edgev1alpha1.Assemblage{
+			TypeMeta:   metav1.TypeMeta{APIVersion: edgev1alpha1.SchemeGroupVersion.String(), Kind: "Assemblage"},
+			ObjectMeta: metav1.ObjectMeta{Name: p.name, Labels: labels},
+			Spec:       want,
+		}
+		if err := c.apply(ctx, mb, assemblagesGVR, p.name, a); err != nil {
+			return err
+		}
+		klog.FromContext(ctx).V(3).Info("wrote an assemblage", "assemblage", p.name, "version", enc.Version, "objects", len(enc.Objects), "parts", len(enc.Pieces), "bytes", enc.CompressedBytes)
+	}
+	for partName, part := range parts {
+		if part.Spec.Assemblage == p.name && int(part.Spec.Index) >= len(enc.Pieces) {
+			if err := c.deletePart(ctx, mb, partName); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// sameSpec compares what the translator writes of an assemblage with what the mailbox view holds
+// (whose data is dropped, and whose digest says whether the data matched it).
+func sameSpec(have, want *edgev1alpha1.AssemblageSpec) bool {
+	return have.Placement == want.Placement && have.Version == want.Version && have.Format == want.Format &&
+		have.Parts == want.Parts && have.Digest == want.Digest && have.ObjectCount == want.ObjectCount &&
+		have.Revision == want.Revision && slices.Equal(have.Objects, want.Objects) && slices.Equal(have.Shared, want.Shared)
+}
+
+func hasLabels(have, want map[string]string) bool {
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// apply writes obj with server-side apply, as the translator's field manager.
+func (c *Controller) apply(ctx context.Context, mb logicalcluster.Path, gvr schema.GroupVersionResource, name string, obj any) error {
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{Object: content}
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	unstructured.RemoveNestedField(u.Object, "status")
+	if _, err := c.cfg.Admin.Cluster(mb).Resource(gvr).Apply(ctx, name, u, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
+		return fmt.Errorf("writing %s %s into mailbox %s: %w", gvr.Resource, name, mb, err)
+	}
+	return nil
+}
+
+// deleteAssemblage deletes an assemblage and its parts.
+func (c *Controller) deleteAssemblage(ctx context.Context, mb logicalcluster.Path, mbc logicalcluster.Name, name string) error {
+	err := c.cfg.Admin.Cluster(mb).Resource(assemblagesGVR).Delete(ctx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting assemblage %s from mailbox %s: %w", name, mb, err)
+	}
+	for partName, part := range c.view.partsOf(mbc) {
+		if part.Spec.Assemblage == name {
+			if err := c.deletePart(ctx, mb, partName); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (c *Controller) deletePart(ctx context.Context, mb logicalcluster.Path, name string) error {
+	err := c.cfg.Admin.Cluster(mb).Resource(assemblagePartsGVR).Delete(ctx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting assemblage part %s from mailbox %s: %w", name, mb, err)
+	}
+	return nil
 }
 
 func (c *Controller) syncTargetOfMailbox(name string) *unstructured.Unstructured {
@@ -162,145 +394,6 @@ func mailboxReady(st *unstructured.Unstructured) bool {
 	return meta.IsStatusConditionTrue(s.Status.Conditions, edgev1alpha1.SyncTargetMailboxReady)
 }
 
-// loadMailbox reads, once after a start, the copies the mailbox holds: of every resource its
-// SyncerConfig names, those labelled as projected.
-func (c *Controller) loadMailbox(ctx context.Context, mb logicalcluster.Path, state *mailboxState) error {
-	u, err := c.cfg.Admin.Cluster(mb).Resource(syncerConfigGVR).Get(ctx, edgev1alpha1.SyncerConfigName, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		state.loaded = true
-		return nil
-	case err != nil:
-		return fmt.Errorf("reading the SyncerConfig of mailbox %s: %w", mb, err)
-	}
-	cfg := &edgev1alpha1.SyncerConfig{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, cfg); err != nil {
-		return fmt.Errorf("decoding the SyncerConfig of mailbox %s: %w", mb, err)
-	}
-	var gvrs []schema.GroupVersionResource
-	for _, r := range cfg.Spec.NamespaceScope.Resources {
-		gvrs = append(gvrs, gvrOf(r.GroupResource, r.APIVersion))
-	}
-	for _, r := range cfg.Spec.ClusterScope {
-		gvrs = append(gvrs, gvrOf(r.GroupResource, r.APIVersion))
-	}
-	for _, gvr := range gvrs {
-		list, err := c.cfg.Admin.Cluster(mb).Resource(gvr).List(ctx, metav1.ListOptions{LabelSelector: LabelProjected + "=true"})
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("listing %s in mailbox %s: %w", gvr.Resource, mb, err)
-		}
-		for _, item := range list.Items {
-			key := copyKey{gr: gvr.GroupResource(), namespace: item.GetNamespace(), name: item.GetName()}
-			state.copies[key] = copyRecord{gvr: gvr, hash: item.GetAnnotations()[AnnotationProjectionHash], source: item.GetLabels()[LabelSourceCluster]}
-		}
-	}
-	state.configHash = u.GetAnnotations()[AnnotationProjectionHash]
-	if gvrsNeedWorkloads(gvrs) {
-		state.workloadsBound = true
-	}
-	state.loaded = true
-	klog.FromContext(ctx).V(2).Info("read the copies in the mailbox", "copies", len(state.copies))
-	return nil
-}
-
-func gvrOf(gr metav1.GroupResource, apiVersion string) schema.GroupVersionResource {
-	gv, _ := schema.ParseGroupVersion(apiVersion)
-	return schema.GroupVersionResource{Group: gr.Group, Version: gv.Version, Resource: gr.Resource}
-}
-
-// writeCopy writes one copy with server-side apply, unless the mailbox already holds this
-// content (the hash of what was last written), and returns the hash.
-func (c *Controller) writeCopy(ctx context.Context, mb logicalcluster.Path, key copyKey, dc *desiredCopy, lastHash string) (string, error) {
-	obj := dc.obj.DeepCopy()
-	labels := obj.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[LabelProjected] = "true"
-	labels[LabelSourceCluster] = dc.source
-	obj.SetLabels(labels)
-	annotations := obj.GetAnnotations()
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	sort.Strings(dc.placements)
-	annotations[AnnotationPlacements] = strings.Join(dc.placements, ",")
-	obj.SetAnnotations(annotations)
-	hash := transport.Hash(obj.Object)
-	if hash == lastHash {
-		return hash, nil
-	}
-	annotations[AnnotationProjectionHash] = hash
-	obj.SetAnnotations(annotations)
-	_, err := c.cfg.Admin.Cluster(mb).Resource(dc.resource.gvr).Namespace(key.namespace).Apply(ctx, key.name, obj,
-		metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
-	if err != nil {
-		return "", fmt.Errorf("writing %s into mailbox %s: %w", key, mb, err)
-	}
-	klog.FromContext(ctx).V(3).Info("wrote a copy", "copy", key.String())
-	return hash, nil
-}
-
-// applyRank orders writes: CRDs, then namespaces, then the rest.
-func applyRank(k copyKey) int {
-	switch k.gr {
-	case crdsGVR.GroupResource():
-		return 0
-	case namespacesGVR.GroupResource():
-		return 1
-	}
-	return 2
-}
-
-// applyOrder puts CRDs first, then namespaces, then the rest, each sorted.
-func applyOrder(copies map[copyKey]*desiredCopy) []copyKey {
-	keys := make([]copyKey, 0, len(copies))
-	for k := range copies {
-		keys = append(keys, k)
-	}
-	sortKeys(keys, applyRank)
-	return keys
-}
-
-// deleteOrder is the reverse: namespaced objects, then namespaces, then CRDs.
-func deleteOrder(copies map[copyKey]copyRecord) []copyKey {
-	keys := make([]copyKey, 0, len(copies))
-	for k := range copies {
-		keys = append(keys, k)
-	}
-	sortKeys(keys, func(k copyKey) int { return -applyRank(k) })
-	return keys
-}
-
-func sortKeys(keys []copyKey, rank func(copyKey) int) {
-	sort.Slice(keys, func(i, j int) bool {
-		if ri, rj := rank(keys[i]), rank(keys[j]); ri != rj {
-			return ri < rj
-		}
-		return keys[i].String() < keys[j].String()
-	})
-}
-
-// needsWorkloadsBinding: some copy is of a kind that kcp serves only through the workloads
-// export.
-func needsWorkloadsBinding(d *desiredState) bool {
-	for k, dc := range d.copies {
-		if needsWorkloads(k, dc) {
-			return true
-		}
-	}
-	return false
-}
-
-// needsWorkloads: the copy is of a kind that kcp serves only through the workloads export (not
-// one of kcp's built-in kinds, nor a custom kind of the workload workspace).
-func needsWorkloads(k copyKey, dc *desiredCopy) bool {
-	return !isKCPBuiltIn(k.gr) && !dc.resource.custom
-}
-
 // upsyncNeedsWorkloads: an upsync rule names a kind that kcp serves only through the workloads
 // export, so the mailbox must serve it for the syncer to up-sync objects of it there.
 func upsyncNeedsWorkloads(rules []edgev1alpha1.UpsyncSet, resources []resource) bool {
@@ -318,22 +411,13 @@ func upsyncNeedsWorkloads(rules []edgev1alpha1.UpsyncSet, resources []resource) 
 	return false
 }
 
-func gvrsNeedWorkloads(gvrs []schema.GroupVersionResource) bool {
-	for _, gvr := range gvrs {
-		if !isKCPBuiltIn(gvr.GroupResource()) {
-			return true
-		}
-	}
-	return false
-}
-
 // ensureWorkloadsBinding makes the mailbox bind the workloads export, and says whether it is
 // bound and whether it created the binding just now.
 func (c *Controller) ensureWorkloadsBinding(ctx context.Context, mb logicalcluster.Path) (bound, created bool, err error) {
 	bindings := c.cfg.KCP.Cluster(mb).ApisV1alpha2().APIBindings()
 	b, err := bindings.Get(ctx, edgev1alpha1.WorkloadsAPIExportName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		klog.FromContext(ctx).V(2).Info("binding the workloads export in the mailbox")
+		klog.FromContext(ctx).V(2).Info("binding the workloads export in the mailbox, for up-sync")
 		b, err = bindings.Create(ctx, &apisv1alpha2.APIBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: edgev1alpha1.WorkloadsAPIExportName},
 			Spec: apisv1alpha2.APIBindingSpec{Reference: apisv1alpha2.BindingReference{Export: &apisv1alpha2.ExportBindingReference{

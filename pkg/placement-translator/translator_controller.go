@@ -1,27 +1,31 @@
 // Package placementtranslator is the placement translator. For every destination of every
-// EdgePlacement (the SinglePlacementSlices the scheduler writes), it writes the objects of the
-// placement's workload workspace that spec.downsync selects, customised for that destination,
-// into the destination's mailbox workspace, and the mailbox's SyncerConfig, which tells the
-// syncer what to watch there. It keeps the copies in step with their originals, the placements,
-// the Customizers and the destinations' SyncTarget and Location labels, and deletes the copies it
-// made once nothing selects them any more. The other way, it brings the objects that syncers
-// up-synced into mailboxes, as spec.upsync says, back into the workload workspaces (upsync.go),
-// and never selects them for down-sync. It reports in each placement's status (conditions
-// Projected, Conflict, Upsynced and UpsyncConflict) what it could not do, and why.
+// EdgePlacement (the SinglePlacementSlices the scheduler writes), it writes into the
+// destination's mailbox workspace one Assemblage: the objects of the placement's workload
+// workspace that spec.downsync selects, customised for that destination, as one exactly-versioned
+// document (package transport encodes it). It keeps each assemblage in step with the originals,
+// the placement, the Customizers and the destination's SyncTarget and Location labels, writing
+// an assemblage only when its version changes (one write per destination per change), and
+// deletes the assemblages of placements that no longer have the destination. It writes the
+// mailbox's SyncerConfig (the placements' upsync rules, the fleet's heartbeat interval), and
+// moves mailboxes of the previous transport (one copy per object) to assemblages once their
+// syncer reads them. The other way, it brings the objects that syncers up-synced into mailboxes,
+// as spec.upsync says, back into the workload workspaces (upsync.go), and never selects them for
+// down-sync. It reports in each placement's status (conditions Projected, Conflict,
+// ObjectTooLarge, Upsynced and UpsyncConflict) what it could not do, and why.
 //
 // It reads the workload workspaces through the virtual workspace of the APIExport edge.kcp.io:
 // the placements, slices, Customizers, SyncTargets and Locations it serves, and the workload
 // objects of kinds that edge.kcp.io claims and the workspace's owner accepted (see
 // espw.EdgeClaims); it writes the up-synced objects there through the same claims. Custom kinds
 // that a workload workspace defines with its own CRDs belong to no export and cannot be claimed;
-// it reads those with its own credential (see sources.go), and does not bring them back. It
-// writes into mailboxes, which are its own workspaces, with its own credential, and watches the
-// up-synced objects in all mailboxes through the virtual workspaces of mailbox.edge.kcp.io and
-// workloads.edge.kcp.io (upsync_sources.go).
+// it reads those with its own credential (see sources.go). It watches what every mailbox holds
+// (assemblages, their parts, SyncerConfigs) through the virtual workspace of mailbox.edge.kcp.io
+// (mailbox_view.go), and writes into mailboxes, which are its own workspaces, with its own
+// credential.
 //
 // The down-sync work is done per mailbox: a change anywhere queues the mailboxes it can affect,
 // and a mailbox's reconcile computes everything that should be in it (desired.go) and makes it
-// so (mailbox.go), writing only what differs from what it last wrote there. The up-sync work is
+// so (mailbox.go), writing only what differs from what the mailbox holds. The up-sync work is
 // done per object identity in a workload workspace (upsync_reconcile.go).
 package placementtranslator
 
@@ -34,8 +38,8 @@ import (
 	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
 	kcpdynamic "github.com/kcp-dev/client-go/dynamic"
 	kcpdynamicinformer "github.com/kcp-dev/client-go/dynamic/dynamicinformer"
-	kcpclientset "github.com/kcp-dev/sdk/client/clientset/versioned/cluster"
 	"github.com/kcp-dev/logicalcluster/v3"
+	kcpclientset "github.com/kcp-dev/sdk/client/clientset/versioned/cluster"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -47,7 +51,7 @@ import (
 	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
-	"github.com/kcp-dev/edge-mc/pkg/mailbox"
+	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
 // ControllerName names the controller in logs, metrics and --controllers.
@@ -96,6 +100,9 @@ type Config struct {
 	KCP kcpclientset.ClusterInterface
 	// Workers is the number of reconciles at once.
 	Workers int
+	// HeartbeatInterval is how often syncers renew their heartbeat (default
+	// DefaultHeartbeatInterval), told to them in their SyncerConfig.
+	HeartbeatInterval time.Duration
 }
 
 // Controller is the placement translator. Create it with NewController and run it with Start.
@@ -115,6 +122,8 @@ type Controller struct {
 	workload *sources
 	// upsync holds the informers on up-synced objects in mailboxes; see upsync_sources.go.
 	upsync *upsyncSources
+	// view watches what the mailboxes hold; see mailbox_view.go.
+	view mailboxView
 
 	mailboxesMu sync.Mutex
 	mailboxes   map[string]*mailboxState
@@ -143,6 +152,9 @@ func (k placementKey) String() string { return k.cluster + "|" + k.name }
 func NewController(cfg Config) (*Controller, error) {
 	if cfg.Workers <= 0 {
 		cfg.Workers = 8
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = DefaultHeartbeatInterval
 	}
 	edgeVW, err := kcpdynamic.NewForConfig(cfg.EdgeVWConfig)
 	if err != nil {
@@ -235,6 +247,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	// so that those no destination up-syncs any more after a restart go.
 	c.upsync.start(ctx)
 	c.enqueueReturned("")
+	go c.view.start(ctx, c)
 	// Every mailbox that is ready is visited once, so that what was projected before a restart,
 	// and is no longer wanted, goes.
 	for _, obj := range c.syncTargets.GetStore().List() {
@@ -297,15 +310,10 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	return true
 }
 
-// mailboxState is what the controller knows of one mailbox: what it wrote there.
+// mailboxState is what the controller remembers of one mailbox besides what the mailbox view
+// shows.
 type mailboxState struct {
-	// loaded: copies was read from the mailbox (once, after a start).
-	loaded bool
-	// copies are the copies in the mailbox, by identity, with the hash of their content.
-	copies map[copyKey]copyRecord
-	// configHash is the hash of the SyncerConfig spec last written.
-	configHash string
-	// workloadsBound: the mailbox binds the workloads export.
+	// workloadsBound: the mailbox binds the workloads export (for up-sync).
 	workloadsBound bool
 }
 
@@ -314,7 +322,7 @@ func (c *Controller) mailboxState(name string) *mailboxState {
 	defer c.mailboxesMu.Unlock()
 	s, ok := c.mailboxes[name]
 	if !ok {
-		s = &mailboxState{copies: map[copyKey]copyRecord{}}
+		s = &mailboxState{}
 		c.mailboxes[name] = s
 	}
 	return s
@@ -336,5 +344,15 @@ func asUnstructured(obj any) *unstructured.Unstructured {
 
 // mailboxName is the mailbox workspace name of a destination.
 func mailboxName(d edgev1alpha1.SinglePlacement) string {
-	return mailbox.WorkspaceName(logicalcluster.Name(d.Cluster), d.SyncTargetUID)
+	return transport.MailboxName(logicalcluster.Name(d.Cluster), d.SyncTargetUID)
+}
+
+// mailboxObjectChanged queues the mailbox that holds a changed assemblage, part or SyncerConfig.
+func (c *Controller) mailboxObjectChanged(u *unstructured.Unstructured) {
+	if u == nil {
+		return
+	}
+	if st := c.syncTargetOfMailboxCluster(logicalcluster.From(u)); st != nil {
+		c.queue.Add(queueKey{mailbox: transport.MailboxName(logicalcluster.From(st), st.GetUID())})
+	}
 }

@@ -175,6 +175,9 @@ func Encode(entries []Entry) (*Encoded, error) {
 	return out, nil
 }
 
+// Digest is the digest of a piece of a document, as in spec.digest.
+func Digest(piece []byte) string { return hashBytes(piece) }
+
 // hashBytes is the version and digest function: the first 16 hex digits of SHA-256.
 func hashBytes(b []byte) string {
 	sum := sha256.Sum256(b)

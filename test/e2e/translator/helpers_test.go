@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/kcp-dev/logicalcluster/v3"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/transport"
 	"github.com/kcp-dev/edge-mc/test/framework"
 )
 
@@ -24,6 +25,8 @@ var (
 	placementsGVR  = edgev1alpha1.SchemeGroupVersion.WithResource("edgeplacements")
 	syncTargetsGVR = edgev1alpha1.SchemeGroupVersion.WithResource("synctargets")
 	syncerConfigs  = edgev1alpha1.SchemeGroupVersion.WithResource("syncerconfigs")
+	assemblagesGVR = edgev1alpha1.SchemeGroupVersion.WithResource("assemblages")
+	partsGVR       = edgev1alpha1.SchemeGroupVersion.WithResource("assemblageparts")
 )
 
 // copyKinds are the resources the tests look for in mailboxes, by short name.
@@ -107,33 +110,75 @@ func (f *fleet) mailbox(t *testing.T, dest string) logicalcluster.Path {
 	return logicalcluster.NewPath(path)
 }
 
-// copies lists the projected copies in a mailbox as "<kind>/<namespace>/<name>" (or
-// "<kind>/<name>"), sorted.
+// copies lists the objects that the assemblages of a mailbox carry as "<kind>/<namespace>/<name>"
+// (or "<kind>/<name>"), sorted, decoding each assemblage with its parts as the syncer does; an
+// assemblage that does not decode is listed as "undecodable/<name>".
 func copies(t *testing.T, mb logicalcluster.Path) ([]string, map[string]*unstructured.Unstructured) {
 	t.Helper()
 	var names []string
 	objs := map[string]*unstructured.Unstructured{}
-	client := framework.KCP(t).DynamicClient(t, mb)
-	for kind, gvr := range copyKinds {
-		list, err := client.Resource(gvr).List(framework.Context(t, 10*time.Second), metav1.ListOptions{LabelSelector: "edge.kcp.io/projected=true"})
-		if apierrors.IsNotFound(err) {
-			continue // the mailbox does not serve the kind (yet)
-		}
+	for _, a := range assemblages(t, mb) {
+		doc, err := transport.DecodeAssemblage(a.assemblage, a.parts)
 		if err != nil {
-			t.Fatalf("listing %s in %s: %v", kind, mb, err)
+			// Listed, so that a wait sees it and waits for the translator to put it right.
+			names = append(names, "undecodable/"+a.assemblage.Name)
+			continue
 		}
-		for i := range list.Items {
-			item := &list.Items[i]
-			id := kind + "/" + item.GetName()
-			if item.GetNamespace() != "" {
-				id = kind + "/" + item.GetNamespace() + "/" + item.GetName()
+		for _, e := range doc.Objects {
+			kind := e.Resource
+			for short, gvr := range copyKinds {
+				if gvr.GroupResource() == e.GVR().GroupResource() {
+					kind = short
+				}
+			}
+			k := e.Key()
+			id := kind + "/" + k.Name
+			if k.Namespace != "" {
+				id = kind + "/" + k.Namespace + "/" + k.Name
 			}
 			names = append(names, id)
-			objs[id] = item
+			objs[id] = &unstructured.Unstructured{Object: e.Object}
 		}
 	}
 	sort.Strings(names)
 	return names, objs
+}
+
+// mailboxAssemblage is an assemblage of a mailbox with its parts.
+type mailboxAssemblage struct {
+	assemblage *edgev1alpha1.Assemblage
+	parts      []*edgev1alpha1.AssemblagePart
+}
+
+// assemblages reads the assemblages of a mailbox, with their parts, by name.
+func assemblages(t *testing.T, mb logicalcluster.Path) map[string]mailboxAssemblage {
+	t.Helper()
+	client := framework.KCP(t).DynamicClient(t, mb)
+	list, err := client.Resource(assemblagesGVR).List(framework.Context(t, 10*time.Second), metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("listing assemblages in %s: %v", mb, err)
+	}
+	partList, err := client.Resource(partsGVR).List(framework.Context(t, 10*time.Second), metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("listing assemblage parts in %s: %v", mb, err)
+	}
+	var parts []*edgev1alpha1.AssemblagePart
+	for i := range partList.Items {
+		p := &edgev1alpha1.AssemblagePart{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(partList.Items[i].Object, p); err != nil {
+			t.Fatal(err)
+		}
+		parts = append(parts, p)
+	}
+	out := map[string]mailboxAssemblage{}
+	for i := range list.Items {
+		a := &edgev1alpha1.Assemblage{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(list.Items[i].Object, a); err != nil {
+			t.Fatal(err)
+		}
+		out[a.Name] = mailboxAssemblage{assemblage: a, parts: parts}
+	}
+	return out
 }
 
 // expectEverywhere waits until every destination's mailbox passes check.

@@ -134,8 +134,8 @@ func TestProjection(t *testing.T) {
 			return "web image is not nginx:" + region + ": " + got
 		}
 		for id, u := range objs {
-			if len(u.GetOwnerReferences()) > 0 || u.GetLabels()["edge.kcp.io/source-cluster"] == "" {
-				return id + " has owner references or no source label"
+			if len(u.GetOwnerReferences()) > 0 || u.GetUID() != "" || u.GetAnnotations()["kcp.io/cluster"] != "" {
+				return id + " carries owner references, a UID or kcp's annotations from the center"
 			}
 			if _, ok := u.Object["status"]; ok && strings.HasPrefix(id, "deployments") {
 				if st, _ := u.Object["status"].(map[string]any); len(st) > 0 {
@@ -147,19 +147,50 @@ func TestProjection(t *testing.T) {
 	})
 	f.condition(t, f.wmwA, "app", "Projected", metav1.ConditionTrue, "all 4 destinations")
 
-	// The SyncerConfig tells the syncer what to watch.
+	// One assemblage per placement and destination, and a SyncerConfig that tells the syncer the
+	// fleet's heartbeat interval and no per-object scope.
 	mbEast := f.mailbox(t, "imw1/east-imw1")
+	if got := assemblages(t, mbEast); len(got) != 1 {
+		t.Errorf("mailbox %s holds %d assemblages, want 1", mbEast, len(got))
+	}
 	cfg, err := framework.KCP(t).DynamicClient(t, mbEast).Resource(syncerConfigs).Get(framework.Context(t, 10*time.Second), "the-one", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ns, _, _ := unstructured.NestedStringSlice(cfg.Object, "spec", "namespaceScope", "namespaces"); !slices.Equal(ns, []string{"app"}) {
-		t.Errorf("SyncerConfig namespaces = %v, want [app]", ns)
+	if interval, _, _ := unstructured.NestedInt64(cfg.Object, "spec", "heartbeat", "intervalSeconds"); interval != 30 {
+		t.Errorf("SyncerConfig heartbeat interval = %d s, want the default 30", interval)
+	}
+	if _, found, _ := unstructured.NestedFieldNoCopy(cfg.Object, "spec", "namespaceScope"); found {
+		t.Errorf("SyncerConfig has a per-object scope: %v", cfg.Object["spec"])
 	}
 	// Something in a mailbox that the translator did not make is never touched.
 	f.kubectl(t, mbEast, "create", "configmap", "by-hand", "-n", "default", "--from-literal=a=b")
 
-	t.Run("an update reaches every mailbox", func(t *testing.T) {
+	t.Run("an update reaches every mailbox and rewrites only the assemblages it affects", func(t *testing.T) {
+		// A second placement, of a ClusterRole only, to every destination.
+		f.apply(t, f.wmwA, `apiVersion: edge.kcp.io/v1alpha1
+kind: EdgePlacement
+metadata: {name: roles}
+spec:
+  locationSelectors: [{matchLabels: {}}]
+  downsync: [{apiGroup: rbac.authorization.k8s.io, resources: [clusterroles], objectNames: [not-selected]}]
+`)
+		f.expectEverywhere(t, "second placement", func(_, _ string, names []string, _ map[string]*unstructured.Unstructured) string {
+			if !slices.Contains(names, "clusterroles/not-selected") {
+				return "the roles placement is not delivered"
+			}
+			return ""
+		})
+		versions := func() map[string]string {
+			out := map[string]string{}
+			for _, dest := range f.sortedDestinations() {
+				for name, a := range assemblages(t, f.mailbox(t, dest)) {
+					out[dest+"/"+name] = a.assemblage.ResourceVersion
+				}
+			}
+			return out
+		}
+		before := versions()
 		f.kubectl(t, f.wmwA, "patch", "configmap", "settings", "-n", "app", "--type=merge", "-p", `{"data":{"extra":"1"}}`)
 		f.expectEverywhere(t, "update", func(_, _ string, _ []string, objs map[string]*unstructured.Unstructured) string {
 			if got := field(objs, "configmaps/app/settings", "data", "extra"); got != "1" {
@@ -167,6 +198,23 @@ func TestProjection(t *testing.T) {
 			}
 			return ""
 		})
+		time.Sleep(2 * time.Second) // anything else the edit would write is written by now
+		after := versions()
+		rewritten := 0
+		for key, rv := range after {
+			changed := before[key] != rv
+			isApp := strings.HasSuffix(key, ".app")
+			if changed {
+				rewritten++
+			}
+			if changed != isApp {
+				t.Errorf("assemblage %s: rewritten %v, want %v (the edit touches placement app only)", key, changed, isApp)
+			}
+		}
+		if rewritten != len(f.destinations) {
+			t.Errorf("%d assemblages rewritten for one edit, want one per destination (%d)", rewritten, len(f.destinations))
+		}
+		f.kubectl(t, f.wmwA, "delete", "edgeplacement", "roles")
 	})
 
 	t.Run("an unknown key is a condition and the last good copy stays, until the Locations get the label", func(t *testing.T) {
@@ -257,7 +305,7 @@ data: {from: b}
 	})
 
 	t.Run("the controller killed and restarted converges without recreating anything", func(t *testing.T) {
-		_, before := copies(t, mbEast)
+		before := assemblages(t, mbEast)
 		f.ecm.Kill()
 		f.kubectl(t, f.wmwA, "delete", "configmap", "settings", "-n", "app")
 		f.kubectl(t, f.wmwA, "create", "configmap", "fresh", "-n", "app", "--from-literal=a=b")
@@ -268,12 +316,32 @@ data: {from: b}
 			}
 			return ""
 		})
-		_, after := copies(t, mbEast)
-		for _, id := range []string{"namespaces/app", "deployments/app/web", "widgets/app/w1"} {
-			if before[id].GetUID() != after[id].GetUID() {
-				t.Errorf("%s was recreated across the restart", id)
+		for name, a := range assemblages(t, mbEast) {
+			if b, ok := before[name]; !ok || b.assemblage.UID != a.assemblage.UID {
+				t.Errorf("assemblage %s was recreated across the restart", name)
 			}
 		}
+	})
+
+	t.Run("an assemblage edited or deleted by hand is put back", func(t *testing.T) {
+		for name := range assemblages(t, mbEast) {
+			f.kubectl(t, mbEast, "patch", "assemblage", name, "--type=merge", "-p", `{"spec":{"data":"AAAA"}}`)
+		}
+		f.expectEverywhere(t, "repaired", func(_, _ string, names []string, _ map[string]*unstructured.Unstructured) string {
+			if !slices.Contains(names, "deployments/app/web") {
+				return "web is missing"
+			}
+			return ""
+		})
+		for name := range assemblages(t, mbEast) {
+			f.kubectl(t, mbEast, "delete", "assemblage", name)
+		}
+		f.expectEverywhere(t, "recreated", func(_, _ string, names []string, _ map[string]*unstructured.Unstructured) string {
+			if !slices.Contains(names, "deployments/app/web") {
+				return "web is missing"
+			}
+			return ""
+		})
 	})
 
 	t.Run("a dropped destination and a deleted placement leave nothing behind", func(t *testing.T) {
@@ -287,10 +355,15 @@ data: {from: b}
 		f.kubectl(t, f.wmwA, "delete", "edgeplacement", "app")
 		f.expectEverywhere(t, "placement deleted", func(_, _ string, names []string, _ map[string]*unstructured.Unstructured) string {
 			if len(names) != 0 {
-				return "copies remain"
+				return "objects remain"
 			}
 			return ""
 		})
+		for _, dest := range f.sortedDestinations() {
+			if left := assemblages(t, f.mailbox(t, dest)); len(left) != 0 {
+				t.Errorf("assemblages remain in the mailbox of %s", dest)
+			}
+		}
 		f.kubectl(t, mbEast, "get", "configmap", "by-hand", "-n", "default")
 	})
 }

@@ -74,7 +74,7 @@ type LocationList struct {
 // +kubebuilder:printcolumn:name="Mailbox",type=string,JSONPath=`.status.mailboxWorkspace`,priority=1
 // +kubebuilder:printcolumn:name="MailboxReady",type=string,JSONPath=`.status.conditions[?(@.type=="MailboxReady")].status`
 // +kubebuilder:printcolumn:name="SyncerReady",type=string,JSONPath=`.status.conditions[?(@.type=="SyncerReady")].status`
-// +kubebuilder:printcolumn:name="Heartbeat",type=date,JSONPath=`.status.lastSyncerHeartbeatTime`
+// +kubebuilder:printcolumn:name="SyncerCompatible",type=string,JSONPath=`.status.conditions[?(@.type=="SyncerCompatible")].status`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type SyncTarget struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -105,11 +105,10 @@ type SyncTargetStatus struct {
 	// +optional
 	MailboxCluster string `json:"mailboxCluster,omitempty"`
 
-	// lastSyncerHeartbeatTime is when the syncer last renewed its heartbeat in the mailbox.
-	// +optional
-	LastSyncerHeartbeatTime *metav1.Time `json:"lastSyncerHeartbeatTime,omitempty"`
-
-	// conditions: MailboxReady, SyncerReady.
+	// conditions: MailboxReady, SyncerReady (Unknown once the syncer has been silent longer than
+	// the fleet's grace period), SyncerCompatible (whether the syncer reads the assemblage
+	// format the center writes). They are written when they change, not on every heartbeat: the
+	// heartbeat itself is the Lease in the mailbox.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -40,7 +40,7 @@ type SyncerConfigSpec struct {
 	// mailbox, until the mailbox's syncer reports that it reads assemblages (status.formats), so
 	// that a syncer not yet upgraded deletes nothing at its edge; then it removes both.
 	// +optional
-	NamespaceScope NamespaceScopeDownsyncs `json:"namespaceScope,omitempty"`
+	NamespaceScope *NamespaceScopeDownsyncs `json:"namespaceScope,omitempty"`
 
 	// clusterScope is the cluster-scoped part of the same legacy scope.
 	// +optional

@@ -1,0 +1,97 @@
+package placementtranslator
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kcp-dev/logicalcluster/v3"
+
+	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/transport"
+)
+
+var (
+	deploymentsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	configMapsGVR  = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	rolesGVR       = schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}
+)
+
+func ck(gvr schema.GroupVersionResource, namespace, name string) copyKey {
+	return copyKey{gr: gvr.GroupResource(), namespace: namespace, name: name}
+}
+
+// An object that two placements of a workspace select travels once, in the assemblage of the
+// first of them by name; the other lists it as shared.
+func TestPlanAssemblagesSharesObjects(t *testing.T) {
+	w := newTestWorld(t)
+	w.placement(t, "ws1", "p2", deploymentsIn("app"))
+	w.placement(t, "ws1", "p1", deploymentsIn("app"))
+	w.workload(t, namespacesGVR, obj("v1", "Namespace", "ws1", "", "app", nil))
+	w.workload(t, deploymentsGVR, obj("apps/v1", "Deployment", "ws1", "app", "web", nil))
+	d, ok := w.c.computeDesired(testMailbox, nil)
+	if !ok {
+		t.Fatal("computeDesired() not ok")
+	}
+	plans := w.c.planAssemblages(context.Background(), logicalcluster.Path{}, d, nil)
+	byName := map[string]*assemblagePlan{}
+	for _, p := range plans {
+		byName[p.name] = p
+	}
+	p1, p2 := byName[transport.AssemblageName("ws1", "p1")], byName[transport.AssemblageName("ws1", "p2")]
+	if p1 == nil || p2 == nil || p1.hold || p2.hold {
+		t.Fatalf("plans = %+v", plans)
+	}
+	if want := []string{"namespaces/app", "deployments.apps/app/web"}; !reflect.DeepEqual(p1.encoded.Objects, want) {
+		t.Errorf("p1 carries %v, want %v", p1.encoded.Objects, want)
+	}
+	if len(p2.encoded.Objects) != 0 {
+		t.Errorf("p2 carries %v, want nothing", p2.encoded.Objects)
+	}
+	wantShared := []edgev1alpha1.SharedObject{{Object: "deployments.apps/app/web", Assemblage: "ws1.p1"}, {Object: "namespaces/app", Assemblage: "ws1.p1"}}
+	if !reflect.DeepEqual(p2.shared, wantShared) {
+		t.Errorf("p2 shares %+v, want %+v", p2.shared, wantShared)
+	}
+	if !plans[0].gains || plans[0].name != p1.name {
+		t.Errorf("the assemblage that gains objects is not written first: %s first", plans[0].name)
+	}
+}
+
+func TestHeldObjects(t *testing.T) {
+	current := map[string]*edgev1alpha1.Assemblage{
+		"ws1.p1": {ObjectMeta: metav1.ObjectMeta{Name: "ws1.p1"}, Spec: edgev1alpha1.AssemblageSpec{
+			Placement: edgev1alpha1.PlacementReference{Cluster: "ws1", Name: "p1"}, Objects: []string{"deployments.apps/app/web", "not a key"}}},
+	}
+	want := map[copyKey]copyRecord{ck(deploymentsGVR, "app", "web"): {source: "ws1", assemblage: "ws1.p1"}}
+	if got := heldObjects(current); !reflect.DeepEqual(got, want) {
+		t.Errorf("heldObjects = %v, want %v", got, want)
+	}
+}
+
+func TestSameSpec(t *testing.T) {
+	base := edgev1alpha1.AssemblageSpec{Placement: edgev1alpha1.PlacementReference{Cluster: "ws1", Name: "p1"}, Version: "v1", Format: transport.FormatV1,
+		Objects: []string{"a/b"}, ObjectCount: 1, Parts: 1, Digest: "d", Data: []byte("x")}
+	same := base
+	same.Data = nil // the mailbox view holds no data
+	if !sameSpec(&same, &base) {
+		t.Errorf("a spec without its data differs")
+	}
+	for name, mutate := range map[string]func(s *edgev1alpha1.AssemblageSpec){
+		"version":         func(s *edgev1alpha1.AssemblageSpec) { s.Version = "v2" },
+		"digest mismatch": func(s *edgev1alpha1.AssemblageSpec) { s.Digest = digestMismatch },
+		"objects":         func(s *edgev1alpha1.AssemblageSpec) { s.Objects = nil },
+		"shared": func(s *edgev1alpha1.AssemblageSpec) {
+			s.Shared = []edgev1alpha1.SharedObject{{Object: "x", Assemblage: "y"}}
+		},
+		"placement": func(s *edgev1alpha1.AssemblageSpec) { s.Placement.Name = "p2" },
+	} {
+		edited := base
+		mutate(&edited)
+		if sameSpec(&edited, &base) {
+			t.Errorf("an edit of the %s is not seen", name)
+		}
+	}
+}

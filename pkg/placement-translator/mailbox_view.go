@@ -1,0 +1,192 @@
+package placementtranslator
+
+import (
+	"context"
+	"encoding/base64"
+	"sync"
+
+	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
+	kcpdynamic "github.com/kcp-dev/client-go/dynamic"
+	kcpdynamicinformer "github.com/kcp-dev/client-go/dynamic/dynamicinformer"
+	"github.com/kcp-dev/logicalcluster/v3"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/espw"
+	"github.com/kcp-dev/edge-mc/pkg/transport"
+)
+
+var (
+	assemblagesGVR     = edgev1alpha1.SchemeGroupVersion.WithResource("assemblages")
+	assemblagePartsGVR = edgev1alpha1.SchemeGroupVersion.WithResource("assemblageparts")
+)
+
+// mailboxView watches, across all mailboxes at once, what the translator writes there and what
+// the syncers report: Assemblages, AssemblageParts and SyncerConfigs, through the virtual
+// workspace of mailbox.edge.kcp.io, which every mailbox binds. It is the translator's record of
+// what each mailbox holds: after a restart nothing needs reading again, and an assemblage edited
+// or deleted by hand shows as a difference to put back. The cache keeps no document data: each
+// object's data is checked against its digest on arrival and dropped (see slimAssemblage).
+type mailboxView struct {
+	mu          sync.Mutex
+	started     bool
+	assemblages cache.SharedIndexInformer
+	parts       cache.SharedIndexInformer
+	configs     cache.SharedIndexInformer
+}
+
+// digestMismatch replaces, in the cache, the digest of an object whose data does not match it,
+// so that the object differs from anything the translator would write and is written again.
+const digestMismatch = "mismatch"
+
+// start finds the virtual workspace (kcp publishes it once a mailbox binds the export) and runs
+// the informers; each change queues the mailbox it is in.
+func (v *mailboxView) start(ctx context.Context, c *Controller) {
+	logger := klog.FromContext(ctx).WithValues("export", edgev1alpha1.MailboxAPIExportName)
+	url, ok := espw.WaitForEndpoint(ctx, c.cfg.KCP, c.cfg.ESPW, edgev1alpha1.MailboxAPIExportName)
+	if !ok {
+		return
+	}
+	cfg := rest.CopyConfig(c.cfg.EdgeVWConfig)
+	cfg.Host = url
+	client, err := kcpdynamic.NewForConfig(cfg)
+	if err != nil {
+		logger.Error(err, "building the client of the mailboxes' virtual workspace")
+		return
+	}
+	logger.Info("watching the assemblages and SyncerConfigs of all mailboxes through the virtual workspace", "url", url)
+	newInformer := func(gvr schema.GroupVersionResource, transform cache.TransformFunc) cache.SharedIndexInformer {
+		inf := kcpdynamicinformer.NewFilteredDynamicInformer(client, gvr, resyncPeriod,
+			cache.Indexers{kcpcache.ClusterIndexName: kcpcache.ClusterIndexFunc}, nil).Informer()
+		_ = inf.SetTransform(transform)
+		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { c.mailboxObjectChanged(asUnstructured(obj)) },
+			UpdateFunc: func(_, obj any) { c.mailboxObjectChanged(asUnstructured(obj)) },
+			DeleteFunc: func(obj any) { c.mailboxObjectChanged(asUnstructured(obj)) },
+		})
+		return inf
+	}
+	assemblages := newInformer(assemblagesGVR, slimAssemblage)
+	parts := newInformer(assemblagePartsGVR, slimPart)
+	configs := newInformer(syncerConfigGVR, slimSyncerConfig)
+	for _, inf := range []cache.SharedIndexInformer{assemblages, parts, configs} {
+		go inf.Run(ctx.Done())
+	}
+	v.mu.Lock()
+	v.assemblages, v.parts, v.configs, v.started = assemblages, parts, configs, true
+	v.mu.Unlock()
+}
+
+// hasSynced says whether the informers run and have synced.
+func (v *mailboxView) hasSynced() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.started && v.assemblages.HasSynced() && v.parts.HasSynced() && v.configs.HasSynced()
+}
+
+// inMailbox returns the cached objects of an informer in one mailbox.
+func inMailbox(inf cache.SharedIndexInformer, cluster logicalcluster.Name) []*unstructured.Unstructured {
+	items, _ := inf.GetIndexer().ByIndex(kcpcache.ClusterIndexName, kcpcache.ClusterIndexKey(cluster))
+	out := make([]*unstructured.Unstructured, 0, len(items))
+	for _, item := range items {
+		if u := asUnstructured(item); u != nil {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// assemblagesOf returns the assemblages of a mailbox, decoded (without data), by name.
+func (v *mailboxView) assemblagesOf(cluster logicalcluster.Name) map[string]*edgev1alpha1.Assemblage {
+	out := map[string]*edgev1alpha1.Assemblage{}
+	for _, u := range inMailbox(v.assemblages, cluster) {
+		a := &edgev1alpha1.Assemblage{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, a); err != nil {
+			// Edited by hand into something that does not decode: treated as absent, so it is
+			// written again.
+			continue
+		}
+		out[a.Name] = a
+	}
+	return out
+}
+
+// partsOf returns the parts of a mailbox, decoded (without data), by name.
+func (v *mailboxView) partsOf(cluster logicalcluster.Name) map[string]*edgev1alpha1.AssemblagePart {
+	out := map[string]*edgev1alpha1.AssemblagePart{}
+	for _, u := range inMailbox(v.parts, cluster) {
+		p := &edgev1alpha1.AssemblagePart{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, p); err != nil {
+			continue
+		}
+		out[p.Name] = p
+	}
+	return out
+}
+
+// syncerConfigOf returns the mailbox's SyncerConfig, or nil.
+func (v *mailboxView) syncerConfigOf(cluster logicalcluster.Name) *edgev1alpha1.SyncerConfig {
+	for _, u := range inMailbox(v.configs, cluster) {
+		if u.GetName() != edgev1alpha1.SyncerConfigName {
+			continue
+		}
+		cfg := &edgev1alpha1.SyncerConfig{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, cfg); err == nil {
+			return cfg
+		}
+	}
+	return nil
+}
+
+// slimData drops the data at path of a cached object after checking it against the digest next
+// to it: a mismatch replaces the digest by digestMismatch.
+func slimData(u *unstructured.Unstructured, path ...string) {
+	parent := path[:len(path)-1]
+	data, _, _ := unstructured.NestedString(u.Object, path...)
+	digest, _, _ := unstructured.NestedString(u.Object, append(append([]string{}, parent...), "digest")...)
+	raw, err := base64.StdEncoding.DecodeString(data)
+	if err != nil || transport.Digest(raw) != digest {
+		_ = unstructured.SetNestedField(u.Object, digestMismatch, append(append([]string{}, parent...), "digest")...)
+	}
+	unstructured.RemoveNestedField(u.Object, path...)
+}
+
+// slimAssemblage keeps of an Assemblage what the translator compares and the rollouts read:
+// the spec without its data, and the status without the objects' edge status.
+func slimAssemblage(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	slimData(u, "spec", "data")
+	unstructured.RemoveNestedField(u.Object, "metadata", "managedFields")
+	unstructured.RemoveNestedField(u.Object, "status", "objects")
+	return u, nil
+}
+
+// slimPart keeps of an AssemblagePart its spec without data.
+func slimPart(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	slimData(u, "spec", "data")
+	unstructured.RemoveNestedField(u.Object, "metadata", "managedFields")
+	return u, nil
+}
+
+// slimSyncerConfig drops what the translator does not read: the legacy applied report.
+func slimSyncerConfig(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	unstructured.RemoveNestedField(u.Object, "metadata", "managedFields")
+	unstructured.RemoveNestedField(u.Object, "status", "applied")
+	return u, nil
+}
