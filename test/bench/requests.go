@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/kcp-dev/edge-mc/test/framework"
@@ -37,7 +35,7 @@ func startCounting(ctx context.Context, s *framework.Server) *requestCounter {
 		say("cannot read kcp's request counters: %v", err)
 		return c
 	}
-	c.before = requestCounts(metrics)
+	c.before = framework.RequestCounts(metrics)
 	return c
 }
 
@@ -52,7 +50,7 @@ func (c *requestCounter) top(ctx context.Context, seconds float64) []requestRate
 		return nil
 	}
 	rates := []requestRate{}
-	for request, n := range requestCounts(metrics) {
+	for request, n := range framework.RequestCounts(metrics) {
 		if d := n - c.before[request]; d > 0 {
 			rates = append(rates, requestRate{Request: request, Count: d, PerSecond: d / seconds})
 		}
@@ -64,40 +62,6 @@ func (c *requestCounter) top(ctx context.Context, seconds float64) []requestRate
 		return rates[i].Request < rates[j].Request
 	})
 	return rates[:min(len(rates), topRequests)]
-}
-
-var labelPair = regexp.MustCompile(`(\w+)="((?:[^"\\]|\\.)*)"`)
-
-// requestCounts sums the apiserver_request_total series of Prometheus text by verb and resource.
-func requestCounts(metrics string) map[string]float64 {
-	const series = "apiserver_request_total{"
-	counts := map[string]float64{}
-	for _, line := range strings.Split(metrics, "\n") {
-		if !strings.HasPrefix(line, series) {
-			continue
-		}
-		end := strings.LastIndexByte(line, '}')
-		if end < 0 {
-			continue
-		}
-		value, err := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
-		if err != nil {
-			continue
-		}
-		labels := map[string]string{}
-		for _, m := range labelPair.FindAllStringSubmatch(line[len(series):end], -1) {
-			labels[m[1]] = m[2]
-		}
-		resource := labels["resource"]
-		if resource == "" {
-			continue // discovery and other non-resource requests
-		}
-		if sub := labels["subresource"]; sub != "" {
-			resource += "/" + sub
-		}
-		counts[labels["verb"]+" "+resource] += value
-	}
-	return counts
 }
 
 // describeRequests says the top requests in a table cell.

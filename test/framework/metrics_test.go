@@ -1,4 +1,4 @@
-package main
+package framework
 
 import "testing"
 
@@ -11,14 +11,14 @@ apiserver_request_total{code="200",component="apiserver",dry_run="",group="apps"
 apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="",scope="",subresource="api",verb="GET",version=""} 3
 apiserver_request_duration_seconds_count{resource="leases",verb="PUT"} 99
 `
-	got := requestCounts(metrics)
+	got := RequestCounts(metrics)
 	want := map[string]float64{"PUT leases": 42, "PATCH deployments/status": 1000}
 	if len(got) != len(want) {
-		t.Fatalf("requestCounts = %v, want %v", got, want)
+		t.Fatalf("RequestCounts = %v, want %v", got, want)
 	}
 	for k, v := range want {
 		if got[k] != v {
-			t.Errorf("requestCounts[%q] = %v, want %v", k, got[k], v)
+			t.Errorf("RequestCounts[%q] = %v, want %v", k, got[k], v)
 		}
 	}
 }
