@@ -30,6 +30,18 @@ const (
 	// assemblage; it is left out, everything else is delivered.
 	PlacementTooLarge = "ObjectTooLarge"
 
+	// PlacementProgressing: a rollout is under way: some destinations wait for their newest version
+	// or have it in flight.
+	PlacementProgressing = "Progressing"
+	// PlacementRolloutStalled: the rollout stopped: more destinations failed or are stale than
+	// spec.rollout.maxFailures allows. The message names the first of them.
+	PlacementRolloutStalled = "RolloutStalled"
+	// PlacementRolloutComplete: every destination is done with its newest version.
+	PlacementRolloutComplete = "RolloutComplete"
+	// PlacementDependenciesReady: the placements of spec.dependsOn are ready at every destination,
+	// or which are not and where.
+	PlacementDependenciesReady = "DependenciesReady"
+
 	// AssemblageApplied: status.appliedVersion is spec.version.
 	AssemblageApplied = "Applied"
 	// AssemblageReady: every object of the assemblage is ready at the edge (kstatus Current).
@@ -67,6 +79,20 @@ const (
 	ReasonSingletonReported = "StatusReported"
 	ReasonNotSingleton      = "NotSingleton"
 	ReasonConflictingUpsync = "ConflictingUpsync"
+
+	// Reasons of the rollout conditions of an EdgePlacement, written by the placement translator.
+	ReasonRollingOut          = "RollingOut"
+	ReasonRolloutPaused       = "Paused"
+	ReasonWaitingAtGate       = "WaitingAtGate"
+	ReasonTooManyFailures     = "TooManyFailures"
+	ReasonRolloutDone         = "Done"
+	ReasonNoFailures          = "NoFailures"
+	ReasonDependenciesReady   = "DependenciesReady"
+	ReasonDependencyNotReady  = "DependencyNotReady"
+	ReasonDependencyMissing   = "DependencyMissing"
+	ReasonDependencyNotPlaced = "DependencyNotPlaced"
+	ReasonDependencyCycle     = "DependencyCycle"
+	ReasonStageMatchesNothing = "StageMatchesNothing"
 
 	// Reasons of an Assemblage's conditions, written by the syncer.
 	ReasonVersionApplied   = "VersionApplied"

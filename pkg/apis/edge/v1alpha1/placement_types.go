@@ -29,6 +29,7 @@ const MaxObjectSummaries = 100
 // +kubebuilder:printcolumn:name="Ready Destinations",type=integer,JSONPath=`.status.summary.ready`
 // +kubebuilder:printcolumn:name="Paused",type=boolean,JSONPath=`.spec.rollout.paused`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.dependsOn) || !(self.metadata.name in self.spec.dependsOn)",message="spec.dependsOn names the placement itself: a placement cannot wait for itself"
 type EdgePlacement struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -73,7 +74,9 @@ type EdgePlacementSpec struct {
 	Rollout *RolloutStrategy `json:"rollout,omitempty"`
 
 	// dependsOn names EdgePlacements of this workspace whose objects must be ready at a
-	// destination before this placement's objects are projected there.
+	// destination before this placement's objects are delivered there, checked per destination.
+	// A dependency that does not exist, that has no assemblage at the destination, or a cycle, is
+	// reported on the condition DependenciesReady; removing a dependency deletes nothing.
 	//
 	// +optional
 	// +listType=set
@@ -145,27 +148,159 @@ type UpsyncSet struct {
 	Names []string `json:"names,omitempty"`
 }
 
-// RolloutStrategy paces how changes reach the destinations of an EdgePlacement.
+// RolloutStrategy paces how a new version of what a placement delivers reaches its destinations.
+// A destination's version changes when anything it gets changes: an object, a Customizer, the
+// placement's selection, the destination's labels. The placement translator enforces every field
+// on the versions it writes into the mailboxes; see docs/rollouts.md.
 type RolloutStrategy struct {
-	// maxInFlight is how many destinations may be being updated at once: a number, or a
-	// percentage of the destinations ("25%"). Omitted, all at once.
+	// maxInFlight bounds how many destinations at once have a new version delivered but are not
+	// done with it (done: ready at the edge, by kstatus, for minReadySeconds): a number, or a
+	// percentage of the destinations, rounded up. Omitted, every destination gets a new version at
+	// once.
 	// +optional
 	// +kubebuilder:validation:XIntOrString
 	// +kubebuilder:validation:MaxLength=4
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self > 0 : self.matches('^[1-9][0-9]?%$|^100%$')",message="maxInFlight must be a positive number or a percentage from 1% to 100%"
 	MaxInFlight *intstr.IntOrString `json:"maxInFlight,omitempty"`
 
-	// maxUnavailable is how many destinations may be not ready during a rollout before it stops:
-	// a number, or a percentage of the destinations. Omitted, no limit.
+	// minReadySeconds is how long a destination must be ready with a new version to be done with
+	// it: a soak time before the next destinations get it.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=86400
+	MinReadySeconds int32 `json:"minReadySeconds,omitempty"`
+
+	// progressDeadlineSeconds: a destination not done this long after its delivery counts as
+	// failed (default 600).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=604800
+	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
+
+	// maxFailures is how many destinations may be failed (refused by the edge, failing by
+	// kstatus, past the progress deadline) or stale (their syncer silent) before the rollout stops:
+	// a number, or a percentage of the destinations, rounded down. The stop shows as the condition
+	// RolloutStalled, naming the first of them; the rollout goes on when they recover or a newer
+	// version is published. Omitted, no limit.
 	// +optional
 	// +kubebuilder:validation:XIntOrString
 	// +kubebuilder:validation:MaxLength=4
-	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^[0-9]{1,2}%$|^100%$')",message="maxUnavailable must be a number or a percentage from 0% to 100%"
-	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^[0-9]{1,2}%$|^100%$')",message="maxFailures must be a number or a percentage from 0% to 100%"
+	MaxFailures *intstr.IntOrString `json:"maxFailures,omitempty"`
 
-	// paused stops new changes from going out; what is at the edge stays.
+	// paused: no destination gets a version it does not have yet; deliveries already in flight
+	// finish.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
+
+	// jitter spreads a change that goes everywhere at once (no maxInFlight, no stages) over this
+	// window: each destination gets it at its own point in the window, the same for every version.
+	// +optional
+	Jitter *metav1.Duration `json:"jitter,omitempty"`
+
+	// stages are the rollout's steps, in order: a destination gets a new version only once every
+	// destination of the stages before its own is done with it. A destination belongs to the first
+	// stage whose selector matches its SyncTarget's and Location's labels (the Location's win where
+	// both have a key); a destination in no stage goes last.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=20
+	Stages []RolloutStage `json:"stages,omitempty"`
+
+	// resume opens the pause gate of one stage for one revision: `kubectl edge rollout resume`
+	// writes it when the rollout waits at a gate. The next revision stops at the gate again.
+	// +optional
+	Resume *RolloutResume `json:"resume,omitempty"`
+}
+
+// RolloutStage is one step of a rollout.
+type RolloutStage struct {
+	// name names the stage in status and in resume.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// selector selects the destinations of the stage by their SyncTarget's and Location's labels.
+	// An empty selector selects every destination not in an earlier stage.
+	Selector LabelSelector `json:"selector"`
+
+	// maxInFlight bounds the stage's own deliveries at once, within the rollout's maxInFlight: a
+	// number, or a percentage of the stage's destinations, rounded up.
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:MaxLength=4
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self > 0 : self.matches('^[1-9][0-9]?%$|^100%$')",message="maxInFlight must be a positive number or a percentage from 1% to 100%"
+	MaxInFlight *intstr.IntOrString `json:"maxInFlight,omitempty"`
+
+	// pause stops the rollout after this stage, once every destination of it is done, until a
+	// person resumes it (spec.rollout.resume, `kubectl edge rollout resume`).
+	// +optional
+	Pause bool `json:"pause,omitempty"`
+}
+
+// RolloutResume opens a stage's pause gate for one revision.
+type RolloutResume struct {
+	// stage is the stage whose gate opens.
+	Stage string `json:"stage"`
+	// revision is the revision (status.rollout.revision) the gate opens for.
+	Revision string `json:"revision"`
+}
+
+// RolloutStatus is what the placement translator knows of a placement's rollout.
+type RolloutStatus struct {
+	// revision is the newest revision published: a hash of what the placement selects before
+	// customisation (the objects, their Customizers, the selection).
+	// +optional
+	Revision string `json:"revision,omitempty"`
+	// publishedTime is when the translator first saw the revision.
+	// +optional
+	PublishedTime *metav1.Time `json:"publishedTime,omitempty"`
+	// stages counts the destinations of each stage (a last, unnamed one for those in no stage) by
+	// their state with the newest version.
+	// +optional
+	// +kubebuilder:validation:MaxItems=21
+	Stages []StageStatus `json:"stages,omitempty"`
+	// pausedAt is the stage whose pause gate the rollout waits at.
+	// +optional
+	PausedAt string `json:"pausedAt,omitempty"`
+	// history lists the last revisions, newest first, with when each was done everywhere.
+	// +optional
+	// +kubebuilder:validation:MaxItems=10
+	History []RevisionHistory `json:"history,omitempty"`
+}
+
+// StageStatus counts the destinations of one stage.
+type StageStatus struct {
+	// name is the stage's name; "" for the destinations in no stage.
+	Name string `json:"name"`
+	// +optional
+	Destinations int32 `json:"destinations"`
+	// updated are done with their newest version.
+	// +optional
+	Updated int32 `json:"updated"`
+	// inFlight have their newest version delivered and are not done with it yet.
+	// +optional
+	InFlight int32 `json:"inFlight"`
+	// failed are failed or stale.
+	// +optional
+	Failed int32 `json:"failed"`
+	// waiting have not got their newest version yet.
+	// +optional
+	Waiting int32 `json:"waiting"`
+}
+
+// RevisionHistory is one revision of a rollout.
+type RevisionHistory struct {
+	Revision string `json:"revision"`
+	// publishedTime is when the translator first saw it.
+	// +optional
+	PublishedTime *metav1.Time `json:"publishedTime,omitempty"`
+	// completedTime is when every destination was done with it; unset for a revision superseded
+	// before that.
+	// +optional
+	CompletedTime *metav1.Time `json:"completedTime,omitempty"`
 }
 
 // EdgePlacementStatus is written by the edge-mc controllers.
@@ -217,6 +352,10 @@ type EdgePlacementStatus struct {
 	// summaryTime is when the status summarizer last wrote summary, broken and objects.
 	// +optional
 	SummaryTime *metav1.Time `json:"summaryTime,omitempty"`
+
+	// rollout says how the newest revision goes out, written by the placement translator.
+	// +optional
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
 }
 
 // ObjectSummary counts the destinations of one object by the object's state there.
