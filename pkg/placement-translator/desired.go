@@ -88,6 +88,9 @@ type desiredState struct {
 	problems      []problem
 	placements    []placementKey
 	upsync        []edgev1alpha1.UpsyncSet
+	// revisions are the placements' revisions: a hash of what each selects before
+	// customisation.
+	revisions map[placementKey]string
 }
 
 // computeDesired works out what should be in the mailbox from the placements whose slices name
@@ -95,7 +98,7 @@ type desiredState struct {
 // known yet. current is what the mailbox holds, by identity, with each copy's source.
 func (c *Controller) computeDesired(mailbox string, current map[copyKey]copyRecord) (d *desiredState, ok bool) {
 	d = &desiredState{copies: map[copyKey]*desiredCopy{}, keep: map[copyKey]bool{}, keepSources: map[string]bool{},
-		keepResources: c.workload.notSynced()}
+		keepResources: c.workload.notSynced(), revisions: map[placementKey]string{}}
 	dests := c.destinationsOf(mailbox)
 	keys := make([]placementKey, 0, len(dests))
 	for k := range dests {
@@ -252,6 +255,7 @@ func (c *Controller) projectPlacement(pk placementKey, p *edgev1alpha1.EdgePlace
 			}
 		}
 	}
+	d.revisions[pk] = c.revisionOf(p, selected)
 	for key, wo := range selected {
 		copyObj, err := c.makeCopy(wo, params)
 		if err != nil {
@@ -262,6 +266,27 @@ func (c *Controller) projectPlacement(pk placementKey, p *edgev1alpha1.EdgePlace
 		out[key] = &desiredCopy{resource: wo.resource, obj: copyObj, source: pk.cluster, placements: []string{pk.name}}
 	}
 	return out
+}
+
+// revisionOf is a placement's revision: a hash of its selection and of the selected objects as
+// they are in the workload workspace (sanitised, before customisation, with the names of their
+// Customizers); the same at every destination.
+func (c *Controller) revisionOf(p *edgev1alpha1.EdgePlacement, selected map[copyKey]workloadObject) string {
+	content := map[string]any{"downsync": fmt.Sprintf("%v", p.Spec.Downsync)}
+	for key, wo := range selected {
+		entry := transport.Hash(transport.Sanitize(wo.obj).Object)
+		if name := wo.obj.GetAnnotations()[edgev1alpha1.AnnotationCustomizer]; name != "" {
+			ns := wo.obj.GetNamespace()
+			if i := strings.Index(name, "/"); i >= 0 {
+				ns, name = name[:i], name[i+1:]
+			}
+			if item, ok, _ := c.customizers.GetIndexer().GetByKey(kcpcache.ToClusterAwareKey(logicalcluster.From(wo.obj).String(), ns, name)); ok {
+				entry += "/" + transport.Hash(transport.Sanitize(asUnstructured(item)).Object)
+			}
+		}
+		content[key.String()] = entry
+	}
+	return transport.Hash(content)
 }
 
 // projectionError is a problem with one object.

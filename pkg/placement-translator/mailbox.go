@@ -74,13 +74,40 @@ func (c *Controller) reconcileMailbox(ctx context.Context, name string) (time.Du
 	}
 
 	plans := c.planAssemblages(ctx, mb, d, current)
+	placed := map[placementKey]bool{}
+	for _, pk := range d.placements {
+		placed[pk] = true
+	}
+	dests := c.destinationsOf(name)
 	var failed []error
 	for _, p := range plans {
 		res.problems = append(res.problems, p.problems...)
 		if p.hold {
 			continue
 		}
-		if err := c.writeAssemblage(ctx, mb, mbc, p, current[p.name]); err != nil {
+		cur := current[p.name]
+		if cur != nil && cur.Spec.Version == p.encoded.Version {
+			p.deliveredAt = cur.Annotations[AnnotationDeliveredAt]
+		} else {
+			// A new version: it goes only when the placement's dependencies are ready here and
+			// its rollout permits.
+			placement := c.placementOf(p.placement)
+			if placement == nil {
+				continue
+			}
+			dest := dests[p.placement]
+			if reason, msg := c.dependencyProblem(p.placement, placement, mbc, placed, dest.Cluster+":"+dest.SyncTargetName); reason != "" {
+				res.problems = append(res.problems, problem{p.placement, reason, msg})
+				res.pending = true
+				continue
+			}
+			if !c.permit(p.placement, placement, name, p.encoded.Version, d.revisions[p.placement]) {
+				res.pending = true
+				continue
+			}
+			p.deliveredAt = c.now().UTC().Format(time.RFC3339)
+		}
+		if err := c.writeAssemblage(ctx, mb, mbc, p, cur); err != nil {
 			failed = append(failed, err)
 			res.problems = append(res.problems, problem{p.placement, problemWrite, err.Error()})
 		}
@@ -146,6 +173,11 @@ type assemblagePlan struct {
 	// gains: the assemblage is to carry an object it does not carry now (written first, so that
 	// an object moving between assemblages of the mailbox is never absent from all of them).
 	gains bool
+	// deliveredAt is the annotation AnnotationDeliveredAt to write: when this version was first
+	// written.
+	deliveredAt string
+	// revision is the placement's revision.
+	revision string
 }
 
 // planAssemblages works out each placement's assemblage. An object selected by several
@@ -155,7 +187,7 @@ func (c *Controller) planAssemblages(ctx context.Context, mb logicalcluster.Path
 	held := heldObjects(current)
 	var plans []*assemblagePlan
 	for _, pk := range d.placements {
-		p := &assemblagePlan{placement: pk, name: transport.AssemblageName(pk.cluster, pk.name)}
+		p := &assemblagePlan{placement: pk, name: transport.AssemblageName(pk.cluster, pk.name), revision: d.revisions[pk]}
 		plans = append(plans, p)
 		if d.keepSources[pk.cluster] {
 			p.hold = true
@@ -287,6 +319,7 @@ func (c *Controller) writeAssemblage(ctx context.Context, mb logicalcluster.Path
 	want := edgev1alpha1.AssemblageSpec{
 		Placement:   edgev1alpha1.PlacementReference{Cluster: p.placement.cluster, Name: p.placement.name},
 		Version:     enc.Version,
+		Revision:    p.revision,
 		Format:      transport.FormatV1,
 		Objects:     enc.Objects,
 		ObjectCount: int32(len(enc.Objects)),
@@ -299,10 +332,14 @@ func (c *Controller) writeAssemblage(ctx context.Context, mb logicalcluster.Path
 		transport.LabelPlacementCluster: p.placement.cluster,
 		transport.LabelPlacementName:    transport.LabelValue(p.placement.name),
 	}
-	if cur == nil || !sameSpec(&cur.Spec, &want) || !hasLabels(cur.Labels, labels) {
+	annotations := map[string]string{}
+	if p.deliveredAt != "" {
+		annotations[AnnotationDeliveredAt] = p.deliveredAt
+	}
+	if cur == nil || !sameSpec(&cur.Spec, &want) || !hasLabels(cur.Labels, labels) || !hasLabels(cur.Annotations, annotations) {
 		a := &edgev1alpha1.Assemblage{
 			TypeMeta:   metav1.TypeMeta{APIVersion: edgev1alpha1.SchemeGroupVersion.String(), Kind: "Assemblage"},
-			ObjectMeta: metav1.ObjectMeta{Name: p.name, Labels: labels},
+			ObjectMeta: metav1.ObjectMeta{Name: p.name, Labels: labels, Annotations: annotations},
 			Spec:       want,
 		}
 		if err := c.apply(ctx, mb, assemblagesGVR, p.name, a); err != nil {

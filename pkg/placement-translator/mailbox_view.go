@@ -62,7 +62,7 @@ func (v *mailboxView) start(ctx context.Context, c *Controller) {
 	logger.Info("watching the assemblages and SyncerConfigs of all mailboxes through the virtual workspace", "url", url)
 	newInformer := func(gvr schema.GroupVersionResource, transform cache.TransformFunc) cache.SharedIndexInformer {
 		inf := kcpdynamicinformer.NewFilteredDynamicInformer(client, gvr, resyncPeriod,
-			cache.Indexers{kcpcache.ClusterIndexName: kcpcache.ClusterIndexFunc}, nil).Informer()
+			cache.Indexers{kcpcache.ClusterIndexName: kcpcache.ClusterIndexFunc, assemblagesByPlacement: assemblagePlacementIndex}, nil).Informer()
 		_ = inf.SetTransform(transform)
 		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { c.mailboxObjectChanged(asUnstructured(obj)) },
@@ -80,6 +80,44 @@ func (v *mailboxView) start(ctx context.Context, c *Controller) {
 	v.mu.Lock()
 	v.assemblages, v.parts, v.configs, v.started = assemblages, parts, configs, true
 	v.mu.Unlock()
+}
+
+// assemblagesByPlacement indexes assemblages by <cluster>|<name> of their placement.
+const assemblagesByPlacement = "assemblagesByPlacement"
+
+func assemblagePlacementIndex(obj any) ([]string, error) {
+	u := asUnstructured(obj)
+	if u == nil {
+		return nil, nil
+	}
+	cluster, _, _ := unstructured.NestedString(u.Object, "spec", "placement", "cluster")
+	name, _, _ := unstructured.NestedString(u.Object, "spec", "placement", "name")
+	if cluster == "" || name == "" {
+		return nil, nil
+	}
+	return []string{placementKey{cluster, name}.String()}, nil
+}
+
+// assemblagesOfPlacement returns a placement's assemblages, by the logical cluster of their
+// mailbox.
+func (v *mailboxView) assemblagesOfPlacement(pk placementKey) map[string]*edgev1alpha1.Assemblage {
+	out := map[string]*edgev1alpha1.Assemblage{}
+	v.mu.Lock()
+	inf := v.assemblages
+	v.mu.Unlock()
+	if inf == nil {
+		return out
+	}
+	items, _ := inf.GetIndexer().ByIndex(assemblagesByPlacement, pk.String())
+	for _, item := range items {
+		u := asUnstructured(item)
+		a := &edgev1alpha1.Assemblage{}
+		if u == nil || runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, a) != nil {
+			continue
+		}
+		out[logicalcluster.From(u).String()] = a
+	}
+	return out
 }
 
 // hasSynced says whether the informers run and have synced.

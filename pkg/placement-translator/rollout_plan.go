@@ -73,7 +73,7 @@ type rolloutPlan struct {
 	paused bool
 	// stalled lists the first failed destinations with their reasons, when there are more than
 	// maxFailures allows.
-	stalled []string
+	stalled  []string
 	failures int
 	// complete: every destination is done with its newest version.
 	complete bool

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
 	"github.com/kcp-dev/logicalcluster/v3"
@@ -181,16 +182,19 @@ func (c *Controller) report(mailbox string, res mailboxResult) {
 	}
 }
 
-// writePlacementStatus sets the conditions Projected and Conflict of a placement.
-func (c *Controller) writePlacementStatus(ctx context.Context, pk placementKey) error {
+// writePlacementStatus sets the conditions Projected, Conflict, DependenciesReady, and for a paced
+// placement the rollout's (status.rollout, Progressing, RolloutStalled, RolloutComplete), and
+// returns when to look again without an event.
+func (c *Controller) writePlacementStatus(ctx context.Context, pk placementKey) (time.Duration, error) {
 	item, exists, _ := c.placements.GetIndexer().GetByKey(kcpcache.ToClusterAwareKey(pk.cluster, "", pk.name))
 	if !exists {
-		return nil
+		c.rollouts.forget(pk)
+		return 0, nil
 	}
 	u := asUnstructured(item).DeepCopy()
 	p := &edgev1alpha1.EdgePlacement{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, p); err != nil {
-		return nil
+		return 0, nil
 	}
 	mailboxes := map[string]bool{}
 	slices, _ := c.slices.GetIndexer().ByIndex(byPlacement, pk.String())
@@ -199,12 +203,41 @@ func (c *Controller) writePlacementStatus(ctx context.Context, pk placementKey) 
 			mailboxes[mailboxName(d)] = true
 		}
 	}
-	notDone, problems := c.results.of(pk, mailboxes)
+	notDone, allProblems := c.results.of(pk, mailboxes)
+	var problems, depProblems []problem
+	for _, pr := range allProblems {
+		if strings.HasPrefix(pr.reason, "Dependency") {
+			depProblems = append(depProblems, pr)
+		} else {
+			problems = append(problems, pr)
+		}
+	}
 	projected, conflict := placementConditions(len(mailboxes), notDone, problems)
 	projected.ObservedGeneration, conflict.ObservedGeneration = p.Generation, p.Generation
 	before := append([]metav1.Condition(nil), p.Status.Conditions...)
+	beforeRollout := p.Status.Rollout.DeepCopy()
 	meta.SetStatusCondition(&p.Status.Conditions, projected)
 	meta.SetStatusCondition(&p.Status.Conditions, conflict)
+	if len(p.Spec.DependsOn) == 0 {
+		meta.RemoveStatusCondition(&p.Status.Conditions, edgev1alpha1.PlacementDependenciesReady)
+	} else {
+		deps := dependenciesCondition(depProblems)
+		deps.ObservedGeneration = p.Generation
+		meta.SetStatusCondition(&p.Status.Conditions, deps)
+	}
+	plan, rollout, recheck := c.reconcileRollout(pk, p)
+	if plan == nil {
+		for _, t := range []string{edgev1alpha1.PlacementProgressing, edgev1alpha1.PlacementRolloutStalled, edgev1alpha1.PlacementRolloutComplete} {
+			meta.RemoveStatusCondition(&p.Status.Conditions, t)
+		}
+	} else {
+		for _, cond := range rolloutConditions(p, plan) {
+			meta.SetStatusCondition(&p.Status.Conditions, cond)
+		}
+	}
+	if rollout != nil && rollout.Revision != "" {
+		p.Status.Rollout = rollout
+	}
 	if len(p.Spec.Upsync) == 0 {
 		meta.RemoveStatusCondition(&p.Status.Conditions, edgev1alpha1.PlacementUpsynced)
 		meta.RemoveStatusCondition(&p.Status.Conditions, edgev1alpha1.PlacementUpsyncConflict)
@@ -216,18 +249,44 @@ func (c *Controller) writePlacementStatus(ctx context.Context, pk placementKey) 
 		meta.SetStatusCondition(&p.Status.Conditions, upsynced)
 		meta.SetStatusCondition(&p.Status.Conditions, upsyncConflict)
 	}
-	if equality.Semantic.DeepEqual(before, p.Status.Conditions) {
-		return nil
+	if equality.Semantic.DeepEqual(before, p.Status.Conditions) && equality.Semantic.DeepEqual(beforeRollout, p.Status.Rollout) {
+		return recheck, nil
 	}
-	conds, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&p.Status)
+	st, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&p.Status)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if err := unstructured.SetNestedField(u.Object, conds["conditions"], "status", "conditions"); err != nil {
-		return err
+	if err := unstructured.SetNestedField(u.Object, st["conditions"], "status", "conditions"); err != nil {
+		return 0, err
+	}
+	if r, ok := st["rollout"]; ok {
+		if err := unstructured.SetNestedField(u.Object, r, "status", "rollout"); err != nil {
+			return 0, err
+		}
 	}
 	_, err = c.edgeVW.Cluster(logicalcluster.NewPath(pk.cluster)).Resource(placementsGVR).UpdateStatus(ctx, u, metav1.UpdateOptions{})
-	return err
+	return recheck, err
+}
+
+// dependenciesCondition is DependenciesReady from the dependency problems at the destinations.
+func dependenciesCondition(problems []problem) metav1.Condition {
+	cond := metav1.Condition{Type: edgev1alpha1.PlacementDependenciesReady, Status: metav1.ConditionTrue, Reason: edgev1alpha1.ReasonDependenciesReady,
+		Message: "the placements of spec.dependsOn are ready at every destination where they are needed"}
+	if len(problems) == 0 {
+		return cond
+	}
+	reason := problems[0].reason
+	var msgs []string
+	for _, pr := range problems {
+		msgs = append(msgs, pr.message)
+		if pr.reason == edgev1alpha1.ReasonDependencyCycle || pr.reason == edgev1alpha1.ReasonDependencyMissing {
+			reason = pr.reason
+		}
+	}
+	sort.Strings(msgs)
+	cond.Status, cond.Reason = metav1.ConditionFalse, reason
+	cond.Message = fmt.Sprintf("%d destination(s) wait: %s", len(problems), quote(msgs))
+	return cond
 }
 
 // placementConditions computes Projected and Conflict from the outcome at each destination.

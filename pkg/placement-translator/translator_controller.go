@@ -32,6 +32,7 @@ package placementtranslator
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -130,6 +131,11 @@ type Controller struct {
 
 	results       *results
 	upsyncResults *upsyncResults
+	// rollouts paces the placements with spec.rollout; see rollout.go.
+	rollouts *rolloutTracker
+
+	// now is the clock, replaced in tests.
+	now func() time.Time
 }
 
 // queueKey is one of: a mailbox (by workspace name) to reconcile, a placement whose status to
@@ -168,6 +174,8 @@ func NewController(cfg Config) (*Controller, error) {
 		mailboxes:     map[string]*mailboxState{},
 		results:       newResults(),
 		upsyncResults: newUpsyncResults(),
+		rollouts:      newRolloutTracker(),
+		now:           time.Now,
 	}
 	newInformer := func(gvr schema.GroupVersionResource, indexers cache.Indexers) cache.SharedIndexInformer {
 		indexers[kcpcache.ClusterIndexName] = kcpcache.ClusterIndexFunc
@@ -295,7 +303,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		err = c.reconcileUpsync(klog.NewContext(ctx, logger), key.upsync)
 	default:
 		logger := logger.WithValues("placement", key.placement.String())
-		err = c.writePlacementStatus(klog.NewContext(ctx, logger), key.placement)
+		requeue, err = c.writePlacementStatus(klog.NewContext(ctx, logger), key.placement)
 	}
 	switch {
 	case err != nil:
@@ -347,7 +355,9 @@ func mailboxName(d edgev1alpha1.SinglePlacement) string {
 	return transport.MailboxName(logicalcluster.Name(d.Cluster), d.SyncTargetUID)
 }
 
-// mailboxObjectChanged queues the mailbox that holds a changed assemblage, part or SyncerConfig.
+// mailboxObjectChanged queues the mailbox that holds a changed assemblage, part or SyncerConfig,
+// and, a second later, the status of an assemblage's placement, whose rollout may move on: all
+// the changes of a second make one look.
 func (c *Controller) mailboxObjectChanged(u *unstructured.Unstructured) {
 	if u == nil {
 		return
@@ -355,4 +365,12 @@ func (c *Controller) mailboxObjectChanged(u *unstructured.Unstructured) {
 	if st := c.syncTargetOfMailboxCluster(logicalcluster.From(u)); st != nil {
 		c.queue.Add(queueKey{mailbox: transport.MailboxName(logicalcluster.From(st), st.GetUID())})
 	}
+	if keys, _ := assemblagePlacementIndex(u); len(keys) == 1 {
+		cluster, name, _ := strings.Cut(keys[0], "|")
+		c.queue.AddAfter(queueKey{placement: placementKey{cluster, name}}, rolloutLookDelay)
+	}
 }
+
+// rolloutLookDelay gathers the changes of the assemblages of a placement into one look at its
+// rollout and status.
+const rolloutLookDelay = time.Second
