@@ -1,0 +1,282 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+)
+
+// errRolloutStalled is what `rollout status -w` returns when the rollout stops for failures.
+var errRolloutStalled = errors.New("the rollout is stalled")
+
+func newRolloutCommand(o *Options) *cobra.Command {
+	ro := &statusOptions{Options: o}
+	cmd := &cobra.Command{
+		Use:   "rollout",
+		Short: "Follow, pause, resume and list the rollouts of EdgePlacements",
+		Long: `An EdgePlacement with spec.rollout delivers each new version to its destinations within the
+bounds it sets (docs/rollouts.md). These commands, shaped like kubectl rollout, act on one
+placement of the workload workspace (the current workspace of your kubeconfig, or --wmw).`,
+	}
+	cmd.PersistentFlags().StringVar(&ro.wmw, "wmw", "", "path of the workload workspace (default: the kubeconfig's current workspace)")
+	status := &cobra.Command{
+		Use:   "status <placement>",
+		Short: "Show the rollout of a placement; -w follows it until it completes, and fails if it stalls",
+		Example: `  kubectl edge rollout status web
+  kubectl edge rollout status web -w`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := o.context(cmd)
+			defer cancel()
+			return ro.rolloutStatus(ctx, args[0])
+		},
+	}
+	status.Flags().BoolVarP(&ro.watch, "watch", "w", false, "follow the rollout with a progress bar until it completes (exit 0) or stalls (exit 1)")
+	pause := &cobra.Command{
+		Use:   "pause <placement>",
+		Short: "Pause a placement's rollout: no destination gets a version it does not have yet",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := o.context(cmd)
+			defer cancel()
+			return ro.patchRollout(ctx, args[0], func(p *edgev1alpha1.EdgePlacement) (map[string]any, string) {
+				if p.Spec.Rollout != nil && p.Spec.Rollout.Paused {
+					return nil, "is paused already"
+				}
+				return map[string]any{"paused": true}, "paused: deliveries in flight finish, no new ones start"
+			})
+		},
+	}
+	resume := &cobra.Command{
+		Use:   "resume <placement>",
+		Short: "Resume a placement's rollout: unpause it, and open the pause gate it waits at",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := o.context(cmd)
+			defer cancel()
+			return ro.patchRollout(ctx, args[0], func(p *edgev1alpha1.EdgePlacement) (map[string]any, string) {
+				patch := map[string]any{}
+				var did []string
+				if p.Spec.Rollout != nil && p.Spec.Rollout.Paused {
+					patch["paused"] = false
+					did = append(did, "unpaused")
+				}
+				if r := p.Status.Rollout; r != nil && r.PausedAt != "" {
+					patch["resume"] = map[string]any{"stage": r.PausedAt, "revision": r.Revision}
+					did = append(did, fmt.Sprintf("the gate after stage %s opened for revision %s", r.PausedAt, r.Revision))
+				}
+				if len(did) == 0 {
+					return nil, "is neither paused nor waiting at a gate"
+				}
+				return patch, strings.Join(did, "; ")
+			})
+		},
+	}
+	history := &cobra.Command{
+		Use:   "history <placement>",
+		Short: "List the last revisions of a placement, with when each was published and completed",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := o.context(cmd)
+			defer cancel()
+			client, where, err := ro.workloadClient()
+			if err != nil {
+				return err
+			}
+			p, err := getPlacement(ctx, client, where, args[0])
+			if err != nil {
+				return err
+			}
+			return printHistory(ro.Out, p)
+		},
+	}
+	cmd.AddCommand(status, pause, resume, history)
+	return cmd
+}
+
+func getPlacement(ctx context.Context, client dynamic.ResourceInterface, where, name string) (*edgev1alpha1.EdgePlacement, error) {
+	u, err := client.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("there is no EdgePlacement %q in %s", name, where)
+	}
+	if err != nil {
+		return nil, placementsError(err, where)
+	}
+	p := &edgev1alpha1.EdgePlacement{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, p); err != nil {
+		return nil, fmt.Errorf("reading EdgePlacement %s: %w", name, err)
+	}
+	return p, nil
+}
+
+// patchRollout merges what change returns into spec.rollout, and says what it did.
+func (ro *statusOptions) patchRollout(ctx context.Context, name string, change func(p *edgev1alpha1.EdgePlacement) (map[string]any, string)) error {
+	client, where, err := ro.workloadClient()
+	if err != nil {
+		return err
+	}
+	p, err := getPlacement(ctx, client, where, name)
+	if err != nil {
+		return err
+	}
+	fields, said := change(p)
+	if fields == nil {
+		fmt.Fprintf(ro.Out, "EdgePlacement %s %s\n", name, said)
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"rollout": fields}})
+	if err != nil {
+		return err
+	}
+	if _, err := client.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("updating EdgePlacement %s in %s: %w", name, where, err)
+	}
+	fmt.Fprintf(ro.Out, "EdgePlacement %s %s\n", name, said)
+	return nil
+}
+
+// rolloutStatus shows a placement's rollout once, or follows it with -w.
+func (ro *statusOptions) rolloutStatus(ctx context.Context, name string) error {
+	client, where, err := ro.workloadClient()
+	if err != nil {
+		return err
+	}
+	if !ro.watch {
+		p, err := getPlacement(ctx, client, where, name)
+		if err != nil {
+			return err
+		}
+		return printRollout(ro.Out, p)
+	}
+	last := ""
+	for {
+		p, err := getPlacement(ctx, client, where, name)
+		if err != nil {
+			return err
+		}
+		line, done, stalled := rolloutLine(p)
+		if line != last {
+			fmt.Fprintln(ro.Out, line)
+			last = line
+		}
+		switch {
+		case stalled != "":
+			fmt.Fprintln(ro.Out, stalled)
+			return errRolloutStalled
+		case done:
+			return nil
+		}
+		// Wait for the next change of the placement (a watch; a new one when it ends).
+		w, err := client.Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name, ResourceVersion: p.ResourceVersion})
+		if err != nil {
+			return fmt.Errorf("watching EdgePlacement %s in %s: %w", name, where, err)
+		}
+		select {
+		case <-ctx.Done():
+			w.Stop()
+			return ctx.Err()
+		case <-w.ResultChan():
+		}
+		w.Stop()
+	}
+}
+
+// rolloutLine is one progress line of `rollout status -w`, whether the rollout is done, and the
+// stall message if it stalled.
+func rolloutLine(p *edgev1alpha1.EdgePlacement) (line string, done bool, stalled string) {
+	if p.Spec.Rollout == nil {
+		return fmt.Sprintf("EdgePlacement %s has no spec.rollout: every change goes to every destination at once", p.Name), true, ""
+	}
+	var total, updated, inFlight, failed int32
+	if r := p.Status.Rollout; r != nil {
+		for _, s := range r.Stages {
+			total += s.Destinations
+			updated += s.Updated
+			inFlight += s.InFlight
+			failed += s.Failed
+		}
+	}
+	const width = 30
+	filled := 0
+	if total > 0 {
+		filled = int(updated) * width / int(total)
+	}
+	revision := ""
+	if p.Status.Rollout != nil {
+		revision = p.Status.Rollout.Revision
+	}
+	line = fmt.Sprintf("[%s%s] %d/%d updated, %d in flight, %d failed (revision %s)",
+		strings.Repeat("#", filled), strings.Repeat(".", width-filled), updated, total, inFlight, failed, revision)
+	if c := meta.FindStatusCondition(p.Status.Conditions, edgev1alpha1.PlacementProgressing); c != nil && c.Status != metav1.ConditionTrue && c.Reason != edgev1alpha1.ReasonRolloutDone {
+		line += ": " + c.Message
+	}
+	current := func(c *metav1.Condition) bool { return c != nil && c.ObservedGeneration == p.Generation }
+	if c := meta.FindStatusCondition(p.Status.Conditions, edgev1alpha1.PlacementRolloutStalled); current(c) && c.Status == metav1.ConditionTrue {
+		return line, false, "stalled: " + c.Message
+	}
+	c := meta.FindStatusCondition(p.Status.Conditions, edgev1alpha1.PlacementRolloutComplete)
+	return line, current(c) && c.Status == metav1.ConditionTrue, ""
+}
+
+func printRollout(out io.Writer, p *edgev1alpha1.EdgePlacement) error {
+	line, _, stalled := rolloutLine(p)
+	fmt.Fprintln(out, line)
+	if stalled != "" {
+		fmt.Fprintln(out, stalled)
+	}
+	r := p.Status.Rollout
+	if p.Spec.Rollout == nil || r == nil {
+		return nil
+	}
+	if r.PausedAt != "" {
+		fmt.Fprintf(out, "waiting at the pause gate after stage %s: kubectl edge rollout resume %s\n", r.PausedAt, p.Name)
+	}
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "STAGE\tDESTINATIONS\tUPDATED\tIN FLIGHT\tFAILED\tWAITING")
+	for _, s := range r.Stages {
+		name := s.Name
+		if name == "" {
+			name = "(no stage)"
+		}
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\n", name, s.Destinations, s.Updated, s.InFlight, s.Failed, s.Waiting)
+	}
+	return w.Flush()
+}
+
+func printHistory(out io.Writer, p *edgev1alpha1.EdgePlacement) error {
+	if p.Status.Rollout == nil || len(p.Status.Rollout.History) == 0 {
+		fmt.Fprintf(out, "EdgePlacement %s has no rollout history yet\n", p.Name)
+		return nil
+	}
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "REVISION\tPUBLISHED\tCOMPLETED")
+	for i, h := range p.Status.Rollout.History {
+		published, completed := "-", "superseded"
+		if i == 0 {
+			completed = "in progress"
+		}
+		if h.PublishedTime != nil {
+			published = h.PublishedTime.UTC().Format(time.RFC3339)
+		}
+		if h.CompletedTime != nil {
+			completed = h.CompletedTime.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\n", h.Revision, published, completed)
+	}
+	return w.Flush()
+}

@@ -1,0 +1,56 @@
+package cli
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+)
+
+func rolloutPlacement() *edgev1alpha1.EdgePlacement {
+	p := &edgev1alpha1.EdgePlacement{ObjectMeta: metav1.ObjectMeta{Name: "web", Generation: 3}}
+	p.Spec.Rollout = &edgev1alpha1.RolloutStrategy{}
+	p.Status.Rollout = &edgev1alpha1.RolloutStatus{Revision: "abc", Stages: []edgev1alpha1.StageStatus{
+		{Name: "canary", Destinations: 2, Updated: 2},
+		{Name: "", Destinations: 8, Updated: 3, InFlight: 2, Waiting: 3},
+	}}
+	return p
+}
+
+func TestRolloutLine(t *testing.T) {
+	p := rolloutPlacement()
+	line, done, stalled := rolloutLine(p)
+	if !strings.Contains(line, "5/10 updated, 2 in flight, 0 failed (revision abc)") || done || stalled != "" {
+		t.Errorf("line %q done %v stalled %q", line, done, stalled)
+	}
+	p.Status.Conditions = []metav1.Condition{{Type: edgev1alpha1.PlacementRolloutStalled, Status: metav1.ConditionTrue, ObservedGeneration: 3, Message: "edge-7: refused"}}
+	if _, _, stalled := rolloutLine(p); !strings.Contains(stalled, "edge-7") {
+		t.Errorf("stalled %q, want the condition's message", stalled)
+	}
+	// A condition of an older generation says nothing about the current spec.
+	p.Status.Conditions = []metav1.Condition{{Type: edgev1alpha1.PlacementRolloutComplete, Status: metav1.ConditionTrue, ObservedGeneration: 2}}
+	if _, done, _ := rolloutLine(p); done {
+		t.Errorf("done on a condition of an older generation")
+	}
+	p.Status.Conditions[0].ObservedGeneration = 3
+	if _, done, _ := rolloutLine(p); !done {
+		t.Errorf("not done with RolloutComplete True")
+	}
+	var out bytes.Buffer
+	if err := printRollout(&out, p); err != nil || !strings.Contains(out.String(), "canary") || !strings.Contains(out.String(), "(no stage)") {
+		t.Errorf("printRollout: %v\n%s", err, out.String())
+	}
+}
+
+func TestPrintHistory(t *testing.T) {
+	p := rolloutPlacement()
+	now := metav1.Now()
+	p.Status.Rollout.History = []edgev1alpha1.RevisionHistory{{Revision: "abc", PublishedTime: &now}, {Revision: "old", PublishedTime: &now, CompletedTime: &now}}
+	var out bytes.Buffer
+	if err := printHistory(&out, p); err != nil || !strings.Contains(out.String(), "in progress") || !strings.Contains(out.String(), "old") {
+		t.Errorf("printHistory: %v\n%s", err, out.String())
+	}
+}
