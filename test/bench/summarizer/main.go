@@ -9,8 +9,9 @@
 //  2. storm: a parallel client plays the syncers: in every mailbox it writes the status a syncer
 //     writes on the assemblage once its objects are applied and ready at its edge (the version
 //     observed and applied, each object Ready, each Deployment's edge status), N writes; the clock
-//     runs until the placement's summary says ready at N, and the writes into the workload
-//     workspace (placement status, object annotations) are counted;
+//     runs until the placement's summary says ready at N, and until every Deployment's
+//     executing-count says N, and the writes into the workload workspace (placement status,
+//     object annotations) are counted;
 //  3. latency: M times, one Deployment in one assemblage's status turns failed (then back), and
 //     the clock runs until the placement's summary shows it: p50, p99, max;
 //
@@ -71,6 +72,7 @@ type result struct {
 	StormSeconds           float64 `json:"stormSeconds"`
 	StormWritesPerSecond   float64 `json:"stormWritesPerSecond"`
 	SummaryReadySeconds    float64 `json:"summaryReadySeconds"`
+	CountsDoneSeconds      float64 `json:"countsDoneSeconds"`
 	PlacementStatusWrites  int64   `json:"placementStatusWrites"`
 	ObjectWrites           int64   `json:"objectWrites"`
 	WMWWritesPerSecond     float64 `json:"wmwWritesPerSecond"`
@@ -203,12 +205,17 @@ func run(n, k, samples, parallel, workers int, jsonOut string) error {
 		return err
 	}
 	res.SummaryReadySeconds = time.Since(start).Seconds()
-	time.Sleep(3 * time.Second) // the last coalesced object writes
+	// The objects' counts come later: at most one write per object each ObjectCoalescePeriod.
+	if err := b.waitForCounts(n, k, 2*time.Minute); err != nil {
+		return err
+	}
+	res.CountsDoneSeconds = time.Since(start).Seconds()
+	time.Sleep(time.Second) // a write the watch has not delivered yet
 	stopCounting()
 	res.PlacementStatusWrites, res.ObjectWrites = counter.placement.Load(), counter.objects.Load()
-	res.WMWWritesPerSecond = float64(res.PlacementStatusWrites+res.ObjectWrites) / (res.SummaryReadySeconds + 3)
-	say("storm: %d writes in %.1fs; summary ready at %d after %.1fs; %d placement status and %d object writes into the workload workspace",
-		res.StormWrites, res.StormSeconds, n, res.SummaryReadySeconds, res.PlacementStatusWrites, res.ObjectWrites)
+	res.WMWWritesPerSecond = float64(res.PlacementStatusWrites+res.ObjectWrites) / res.CountsDoneSeconds
+	say("storm: %d writes in %.1fs; summary ready at %d after %.1fs, every count %d after %.1fs; %d placement status and %d object writes into the workload workspace",
+		res.StormWrites, res.StormSeconds, n, res.SummaryReadySeconds, n, res.CountsDoneSeconds, res.PlacementStatusWrites, res.ObjectWrites)
 
 	// 3. Single changes, each after a quiet period longer than the summarizer's coalescing period
 	// (a change within it waits for the period's end, as the storm shows).
@@ -490,6 +497,31 @@ func deploymentStatus(failed bool) map[string]any {
 	}
 }
 
+// waitForCounts waits until every one of the k Deployments says, in its executing-count, that it
+// runs at the n destinations.
+func (b *bench) waitForCounts(n, k int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		list, err := b.wmwDyn.Resource(deploymentsGVR).Namespace("app").List(b.ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		done := 0
+		for i := range list.Items {
+			if list.Items[i].GetAnnotations()[edgev1alpha1.AnnotationExecutingCount] == strconv.Itoa(n) {
+				done++
+			}
+		}
+		if done == k {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("only %d of %d Deployments count %d destinations after %s", done, k, n, timeout)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
 // writeCounter counts the writes into the workload workspace.
 type writeCounter struct{ placement, objects atomic.Int64 }
 
@@ -568,6 +600,7 @@ func printTable(r result) {
 	fmt.Printf("| set-up (not counted): mailboxes, assemblages | %.0f s |\n", r.SetupSeconds)
 	fmt.Printf("| storm: syncer status writes into the mailboxes (one per assemblage) | %d in %.1f s (%.0f/s) |\n", r.StormWrites, r.StormSeconds, r.StormWritesPerSecond)
 	fmt.Printf("| storm start until the summary shows ready at all %d | %.1f s |\n", r.N, r.SummaryReadySeconds)
+	fmt.Printf("| storm start until every object's executing-count says %d | %.1f s |\n", r.N, r.CountsDoneSeconds)
 	fmt.Printf("| writes into the workload workspace during the storm: placement status / objects | %d / %d (%.1f/s) |\n", r.PlacementStatusWrites, r.ObjectWrites, r.WMWWritesPerSecond)
 	fmt.Printf("| one object's state change in an assemblage's status until the summary shows it: p50 / p99 / max (target p99 < 2 s), %d samples | %.2f s / %.2f s / %.2f s |\n", 2*r.Samples, r.LatencyP50Seconds, r.LatencyP99Seconds, r.LatencyMaxSeconds)
 	fmt.Printf("| edge-controller-manager RSS, peak | %.0f MB, %.0f MB |\n", r.ControllerRSSMB, r.ControllerPeakRSSMB)
