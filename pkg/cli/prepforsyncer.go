@@ -37,7 +37,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
-	"github.com/kcp-dev/edge-mc/pkg/mailbox"
+	"github.com/kcp-dev/edge-mc/pkg/transport"
 	"github.com/kcp-dev/edge-mc/pkg/workspaces"
 )
 
@@ -272,7 +272,7 @@ func mailboxState(ctx context.Context, inv *inventoryClients, name string) (st *
 	if err != nil {
 		return nil, path, nil, "", err
 	}
-	secret, err = client.CoreV1().Secrets(mailbox.SyncerNamespace).Get(ctx, mailbox.SyncerTokenSecret, metav1.GetOptions{})
+	secret, err = client.CoreV1().Secrets(transport.SyncerNamespace).Get(ctx, transport.SyncerTokenSecret, metav1.GetOptions{})
 	return st, path, secret, tokenNotReady(path, secret, err), nil
 }
 
@@ -306,7 +306,7 @@ func mailboxNotReady(st *edgev1alpha1.SyncTarget) (logicalcluster.Path, string) 
 // tokenNotReady says what is missing from the syncer's token Secret in the mailbox, given the
 // outcome of reading it ("" when nothing is).
 func tokenNotReady(path logicalcluster.Path, secret *corev1.Secret, err error) string {
-	what := fmt.Sprintf("Secret %s/%s in mailbox %s", mailbox.SyncerNamespace, mailbox.SyncerTokenSecret, path)
+	what := fmt.Sprintf("Secret %s/%s in mailbox %s", transport.SyncerNamespace, transport.SyncerTokenSecret, path)
 	switch {
 	case apierrors.IsNotFound(err):
 		return "no " + what + " yet"

@@ -16,14 +16,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
-	statussummarizer "github.com/kcp-dev/edge-mc/pkg/status-summarizer"
+	"github.com/kcp-dev/edge-mc/pkg/transport"
 	"github.com/kcp-dev/edge-mc/pkg/workspaces"
 )
 
@@ -50,8 +47,10 @@ Without --target: for each EdgePlacement of the workload workspace (the current 
 kubeconfig, or --wmw), its destinations, how many are ready, its state, and the broken
 (destination, object) entries. Naming one placement also lists its objects.
 
-With --target <synctarget> --imw <path>: everything placed on that edge cluster, object by object,
-read from its mailbox (this needs read access to the mailbox workspaces under the ESPW).`,
+With --target <synctarget> --imw <path>: everything placed on that edge cluster, read from the
+assemblages in its mailbox: per placement the version delivered and the version applied, and each
+object's state at the edge, with the syncer's version (this needs read access to the mailbox
+workspaces under the ESPW).`,
 		Example: `  kubectl edge status
   kubectl edge status web -w
   kubectl edge status --wmw root:wmw-a -o yaml
@@ -370,141 +369,224 @@ func printAs(out io.Writer, format string, v any) error {
 	return err
 }
 
-// copyView is one object placed on an edge cluster, for --target.
-type copyView struct {
-	Object     string `json:"object"`
-	Source     string `json:"sourceCluster"`
-	Placements string `json:"placements"`
-	State      string `json:"state"`
-	Reason     string `json:"reason,omitempty"`
+// targetView is what --target shows of one edge cluster.
+type targetView struct {
+	SyncTarget string `json:"syncTarget"`
+	Mailbox    string `json:"mailbox"`
+	// SyncerReady is the SyncTarget's SyncerReady condition.
+	SyncerReady *metav1.Condition `json:"syncerReady,omitempty"`
+	// SyncerVersion is what the syncer reports in its SyncerConfig ("" until it does).
+	SyncerVersion string           `json:"syncerVersion,omitempty"`
+	Placements    []assemblageView `json:"placements"`
 }
 
-// runTarget shows what is placed on one SyncTarget, from its mailbox.
+// assemblageView is one placement's assemblage in the mailbox, and the state of each of its
+// objects at the edge.
+type assemblageView struct {
+	// Workspace is the logical cluster of the placement's workload workspace.
+	Workspace       string       `json:"workspace"`
+	Placement       string       `json:"placement"`
+	Assemblage      string       `json:"assemblage"`
+	Version         string       `json:"version"`
+	ObservedVersion string       `json:"observedVersion,omitempty"`
+	AppliedVersion  string       `json:"appliedVersion,omitempty"`
+	State           string       `json:"state"`
+	Reason          string       `json:"reason,omitempty"`
+	Objects         []objectView `json:"objects,omitempty"`
+}
+
+// objectView is one object of an assemblage at the edge.
+type objectView struct {
+	Object string `json:"object"`
+	State  string `json:"state"`
+	Reason string `json:"reason,omitempty"`
+	// SharedFrom names the assemblage that carries the object, when this one only shares it.
+	SharedFrom string `json:"sharedFrom,omitempty"`
+}
+
+var (
+	assemblagesGVR   = edgev1alpha1.SchemeGroupVersion.WithResource("assemblages")
+	syncerConfigsGVR = edgev1alpha1.SchemeGroupVersion.WithResource("syncerconfigs")
+)
+
+// runTarget shows what is placed on one SyncTarget, from the assemblages in its mailbox.
 func (so *statusOptions) runTarget(ctx context.Context) error {
 	inv, err := so.inventory(ctx, so.imw)
 	if err != nil {
 		return err
 	}
-	u, err := inv.syncTargets.Get(ctx, so.target, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return fmt.Errorf("there is no SyncTarget %q in %s", so.target, inv.path)
+	readSyncTarget := func() (*edgev1alpha1.SyncTarget, error) {
+		u, err := inv.syncTargets.Get(ctx, so.target, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("there is no SyncTarget %q in %s", so.target, inv.path)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading SyncTarget %s in %s: %w", so.target, inv.path, err)
+		}
+		st := &edgev1alpha1.SyncTarget{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, st); err != nil {
+			return nil, fmt.Errorf("reading SyncTarget %s in %s: %w", so.target, inv.path, err)
+		}
+		if st.Status.MailboxWorkspace == "" {
+			return nil, fmt.Errorf("SyncTarget %s has no mailbox yet (see its MailboxReady condition); is edge-controller-manager running?", so.target)
+		}
+		return st, nil
 	}
+	st, err := readSyncTarget()
 	if err != nil {
-		return fmt.Errorf("reading SyncTarget %s in %s: %w", so.target, inv.path, err)
-	}
-	st := &edgev1alpha1.SyncTarget{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, st); err != nil {
 		return err
-	}
-	if st.Status.MailboxWorkspace == "" {
-		return fmt.Errorf("SyncTarget %s has no mailbox yet (see its MailboxReady condition); is edge-controller-manager running?", so.target)
 	}
 	mbPath, err := workspaces.ParsePath(st.Status.MailboxWorkspace)
 	if err != nil {
+		return fmt.Errorf("SyncTarget %s names mailbox %q: %w", so.target, st.Status.MailboxWorkspace, err)
+	}
+	client, err := dynamic.NewForConfig(workspaces.ConfigFor(inv.base, mbPath))
+	if err != nil {
 		return err
 	}
-	cfg := workspaces.ConfigFor(inv.base, mbPath)
+	assemblages := client.Resource(assemblagesGVR)
 	show := func() (string, error) {
-		views, err := mailboxCopies(ctx, cfg)
+		st, err := readSyncTarget()
 		if err != nil {
-			return "", fmt.Errorf("reading mailbox %s: %w", mbPath, err)
+			return "", err
 		}
-		syncer := meta.FindStatusCondition(st.Status.Conditions, edgev1alpha1.SyncTargetSyncerReady)
-		if so.output != "" {
-			return "", printAs(so.Out, so.output, map[string]any{"syncTarget": so.target, "mailbox": mbPath.String(), "syncerReady": syncer, "objects": views})
+		list, err := assemblages.List(ctx, metav1.ListOptions{})
+		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+			return "", fmt.Errorf("mailbox %s serves no Assemblages: edge-controller-manager is older than this kubectl edge, or has not set the mailbox up yet", mbPath)
 		}
-		fmt.Fprintf(so.Out, "SyncTarget %s in %s, mailbox %s\n", so.target, inv.path, mbPath)
-		if syncer != nil {
-			fmt.Fprintf(so.Out, "Syncer: %s %s (%s)\n", syncer.Type, syncer.Status, oneLine(syncer.Message, 120))
+		if err != nil {
+			return "", fmt.Errorf("reading the assemblages of mailbox %s: %w", mbPath, err)
 		}
-		if len(views) == 0 {
-			fmt.Fprintln(so.Out, "Nothing is placed on this edge cluster.")
-			return "", nil
+		v := targetView{SyncTarget: so.target, Mailbox: mbPath.String(),
+			SyncerReady: meta.FindStatusCondition(st.Status.Conditions, edgev1alpha1.SyncTargetSyncerReady)}
+		if cfg, err := client.Resource(syncerConfigsGVR).Get(ctx, edgev1alpha1.SyncerConfigName, metav1.GetOptions{}); err == nil {
+			v.SyncerVersion, _, _ = unstructured.NestedString(cfg.Object, "status", "syncerVersion")
 		}
-		tw := tabwriter.NewWriter(so.Out, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "OBJECT\tSTATE\tPLACEMENTS\tREASON")
-		for _, v := range views {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", v.Object, v.State, v.Placements, oneLine(v.Reason, 100))
+		if v.Placements, err = assemblageViews(list.Items); err != nil {
+			return "", fmt.Errorf("mailbox %s: %w", mbPath, err)
 		}
-		return "", tw.Flush()
+		return list.GetResourceVersion(), so.printTarget(so.Out, inv.path.String(), &v)
 	}
-	if _, err := show(); err != nil || !so.watch {
+	rv, err := show()
+	if err != nil || !so.watch {
 		return err
 	}
-	for ctx.Err() == nil {
-		// The mailbox holds many kinds; a watch on each would cost more than a re-read now and then
-		// for a person's screen.
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(2 * time.Second):
+	return watchAndShow(ctx, so.Out, func(rv string) (<-chan struct{}, error) {
+		w, err := assemblages.Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+		if err != nil {
+			return nil, err
 		}
-		fmt.Fprintf(so.Out, "\n--- %s\n", time.Now().Format(time.TimeOnly))
-		if _, err := show(); err != nil {
+		changed := make(chan struct{})
+		go func() {
+			defer close(changed)
+			defer w.Stop()
+			for range w.ResultChan() {
+				select {
+				case changed <- struct{}{}:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+		return changed, nil
+	}, rv, show)
+}
+
+// assemblageViews reads the assemblages of a mailbox, each with its objects' states, sorted by
+// workspace and placement.
+func assemblageViews(items []unstructured.Unstructured) ([]assemblageView, error) {
+	views := make([]assemblageView, 0, len(items))
+	for i := range items {
+		a := &edgev1alpha1.Assemblage{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(items[i].Object, a); err != nil {
+			return nil, fmt.Errorf("reading assemblage %s: %w", items[i].GetName(), err)
+		}
+		state := transport.DestinationState(a)
+		v := assemblageView{
+			Workspace: a.Spec.Placement.Cluster, Placement: a.Spec.Placement.Name, Assemblage: a.Name,
+			Version: a.Spec.Version, ObservedVersion: a.Status.ObservedVersion, AppliedVersion: a.Status.AppliedVersion,
+			State: string(state.State), Reason: state.Reason,
+		}
+		sharedFrom := map[string]string{}
+		for _, sh := range a.Spec.Shared {
+			sharedFrom[sh.Object] = sh.Assemblage
+		}
+		states := transport.ObjectStates(a)
+		for _, o := range transport.ObjectsOf(a) {
+			v.Objects = append(v.Objects, objectView{Object: o, State: string(states[o].State), Reason: states[o].Reason, SharedFrom: sharedFrom[o]})
+		}
+		views = append(views, v)
+	}
+	sort.Slice(views, func(i, j int) bool {
+		if views[i].Workspace != views[j].Workspace {
+			return views[i].Workspace < views[j].Workspace
+		}
+		return views[i].Placement < views[j].Placement
+	})
+	return views, nil
+}
+
+// printTarget prints what --target shows: the syncer, then per placement its assemblage's
+// versions and state, and each object's state at the edge.
+func (so *statusOptions) printTarget(out io.Writer, inventory string, v *targetView) error {
+	if so.output != "" {
+		return printAs(out, so.output, v)
+	}
+	fmt.Fprintf(out, "SyncTarget %s in %s, mailbox %s\n", v.SyncTarget, inventory, v.Mailbox)
+	syncer := "Syncer:"
+	if v.SyncerReady != nil {
+		syncer += fmt.Sprintf(" %s %s (%s)", v.SyncerReady.Type, v.SyncerReady.Status, oneLine(v.SyncerReady.Message, 120))
+	}
+	if v.SyncerVersion != "" {
+		syncer += ", version " + v.SyncerVersion
+	} else {
+		syncer += ", version not reported yet"
+	}
+	fmt.Fprintln(out, syncer)
+	if len(v.Placements) == 0 {
+		fmt.Fprintln(out, "Nothing is placed on this edge cluster.")
+		return nil
+	}
+	fmt.Fprintln(out)
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "WORKSPACE\tPLACEMENT\tVERSION\tAPPLIED\tSTATE\tOBJECTS\tREASON")
+	for _, p := range v.Placements {
+		ready := 0
+		for _, o := range p.Objects {
+			if o.State == string(transport.StateReady) {
+				ready++
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d ready\t%s\n", p.Workspace, p.Placement, p.Version, orDash(p.AppliedVersion), p.State,
+			ready, len(p.Objects), oneLine(p.Reason, 80))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, p := range v.Placements {
+		if len(p.Objects) == 0 {
+			continue
+		}
+		fmt.Fprintf(out, "\nObjects of %s in %s:\n", p.Placement, p.Workspace)
+		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  OBJECT\tSTATE\tREASON")
+		for _, o := range p.Objects {
+			reason := o.Reason
+			if o.SharedFrom != "" {
+				reason = strings.TrimSpace("(carried by " + o.SharedFrom + ") " + reason)
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", o.Object, o.State, oneLine(reason, 100))
+		}
+		if err := tw.Flush(); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// mailboxCopies lists the copies in a mailbox, of every kind it serves, with their state.
-func mailboxCopies(ctx context.Context, cfg *rest.Config) ([]copyView, error) {
-	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return nil, err
+func orDash(s string) string {
+	if s == "" {
+		return "-"
 	}
-	_, lists, err := disco.ServerGroupsAndResources()
-	if err != nil && len(lists) == 0 {
-		return nil, err
-	}
-	client, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	// Which version of each copy the syncer reports applied at the edge.
-	var applied map[string]string
-	if cfgObj, err := client.Resource(edgev1alpha1.SchemeGroupVersion.WithResource("syncerconfigs")).Get(ctx, edgev1alpha1.SyncerConfigName, metav1.GetOptions{}); err == nil {
-		applied, _, _ = unstructured.NestedStringMap(cfgObj.Object, "status", "applied")
-	}
-	selector := edgev1alpha1.LabelProjected + "=true"
-	var views []copyView
-	seen := map[schema.GroupResource]bool{}
-	for _, l := range lists {
-		gv, err := schema.ParseGroupVersion(l.GroupVersion)
-		if err != nil {
-			continue
-		}
-		for _, r := range l.APIResources {
-			gr := schema.GroupResource{Group: gv.Group, Resource: r.Name}
-			if strings.Contains(r.Name, "/") || seen[gr] || !hasVerb(r.Verbs, "list") {
-				continue
-			}
-			seen[gr] = true
-			items, err := client.Resource(gv.WithResource(r.Name)).List(ctx, metav1.ListOptions{LabelSelector: selector})
-			if err != nil {
-				continue // a kind this credential may not list holds no copies of ours
-			}
-			for i := range items.Items {
-				c := &items.Items[i]
-				name := edgev1alpha1.CopyKey(gr, c.GetNamespace(), c.GetName())
-				state, reason := statussummarizer.CopyState(c, applied[name])
-				views = append(views, copyView{
-					Object: name,
-					Source: c.GetLabels()[edgev1alpha1.LabelSourceCluster], Placements: c.GetAnnotations()[edgev1alpha1.AnnotationPlacements],
-					State: string(state), Reason: reason,
-				})
-			}
-		}
-	}
-	sort.Slice(views, func(i, j int) bool { return views[i].Object < views[j].Object })
-	return views, nil
-}
-
-func hasVerb(verbs []string, verb string) bool {
-	for _, v := range verbs {
-		if v == verb {
-			return true
-		}
-	}
-	return false
+	return s
 }

@@ -2,12 +2,16 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
 func TestBar(t *testing.T) {
@@ -65,5 +69,89 @@ func TestPrintPlacementsShowsBrokenEntries(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// mailboxAssemblage is an assemblage as a mailbox holds it, with a status as its syncer writes it.
+func mailboxAssemblage(t *testing.T, cluster, placement string, objects []string, shared map[string]string, states map[string]string) unstructured.Unstructured {
+	t.Helper()
+	a := &edgev1alpha1.Assemblage{
+		TypeMeta:   metav1.TypeMeta{APIVersion: edgev1alpha1.SchemeGroupVersion.String(), Kind: "Assemblage"},
+		ObjectMeta: metav1.ObjectMeta{Name: transport.AssemblageName(cluster, placement)},
+		Spec: edgev1alpha1.AssemblageSpec{Placement: edgev1alpha1.PlacementReference{Cluster: cluster, Name: placement},
+			Version: "v2", Format: transport.FormatV1, Parts: 1, Objects: objects},
+	}
+	for o, from := range shared {
+		a.Spec.Shared = append(a.Spec.Shared, edgev1alpha1.SharedObject{Object: o, Assemblage: from})
+	}
+	if states != nil {
+		a.Status.ObservedVersion, a.Status.AppliedVersion = "v2", "v1"
+		for o, s := range states {
+			state, reason, _ := strings.Cut(s, "=")
+			a.Status.Objects = append(a.Status.Objects, edgev1alpha1.ObjectState{Object: o, State: state, Reason: reason})
+		}
+	}
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return unstructured.Unstructured{Object: raw}
+}
+
+func TestPrintTarget(t *testing.T) {
+	items := []unstructured.Unstructured{
+		mailboxAssemblage(t, "wmw2", "web", []string{"namespaces/app", "deployments.apps/app/web"},
+			map[string]string{"configmaps/app/c": "wmw2.base"},
+			map[string]string{"namespaces/app": "Ready", "deployments.apps/app/web": "Failed=ProgressDeadlineExceeded", "configmaps/app/c": "Ready"}),
+		mailboxAssemblage(t, "wmw1", "app", []string{"widgets.example.com/app/w1"}, nil, nil),
+	}
+	views, err := assemblageViews(items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(views) != 2 || views[0].Workspace != "wmw1" || views[1].Placement != "web" {
+		t.Fatalf("views %+v, want sorted by workspace", views)
+	}
+	if views[0].State != "Pending" || views[0].Objects[0].State != "Pending" || views[0].AppliedVersion != "" {
+		t.Errorf("an assemblage the syncer has not read: %+v", views[0])
+	}
+	if views[1].State != "Failed" || views[1].AppliedVersion != "v1" || len(views[1].Objects) != 3 || views[1].Objects[2].SharedFrom != "wmw2.base" {
+		t.Errorf("a failing assemblage: %+v", views[1])
+	}
+	so := &statusOptions{Options: &Options{}}
+	var out bytes.Buffer
+	v := &targetView{SyncTarget: "edge-1", Mailbox: "root:espw:x-mb-1", SyncerVersion: "v0.9.0", Placements: views,
+		SyncerReady: &metav1.Condition{Type: edgev1alpha1.SyncTargetSyncerReady, Status: metav1.ConditionTrue, Message: "heartbeat 3s ago"}}
+	if err := so.printTarget(&out, "root:imw", v); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"SyncTarget edge-1 in root:imw, mailbox root:espw:x-mb-1", "SyncerReady True", "version v0.9.0",
+		"wmw2  ", "web", "v2", "Failed", "2/3 ready", "0/1 ready", "widgets.example.com/app/w1", "not read version v2",
+		"deployments.apps/app/web", "ProgressDeadlineExceeded", "(carried by wmw2.base)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+
+	so.output = "json"
+	out.Reset()
+	if err := so.printTarget(&out, "root:imw", v); err != nil {
+		t.Fatal(err)
+	}
+	var back targetView
+	if err := json.Unmarshal(out.Bytes(), &back); err != nil {
+		t.Fatalf("-o json: %v\n%s", err, out.String())
+	}
+	if back.SyncerVersion != "v0.9.0" || len(back.Placements) != 2 || back.Placements[1].Objects[1].Reason != "ProgressDeadlineExceeded" {
+		t.Errorf("-o json: %+v", back)
+	}
+
+	so.output = ""
+	out.Reset()
+	if err := so.printTarget(&out, "root:imw", &targetView{SyncTarget: "edge-2"}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "version not reported yet") || !strings.Contains(out.String(), "Nothing is placed") {
+		t.Errorf("an empty mailbox:\n%s", out.String())
 	}
 }

@@ -1,6 +1,7 @@
-// Package statussummarizer is the status summarizer. It rolls up what the syncers report on the
-// mailbox copies (the annotations that say whether a copy's current version is applied at the
-// edge or refused there, and the status copied back from the edge) into the workload workspaces:
+// Package statussummarizer is the status summarizer. It rolls up what the syncers report in the
+// status of the assemblages in the mailboxes (per assemblage, the version the syncer took in and
+// the one it applied, whether it refused it, and per object its state at the edge and its
+// .status) into the workload workspaces:
 //
 //   - per EdgePlacement, in its status: the destinations counted by state (pending, applied,
 //     ready, failed, stale), the same counts per object (at most 100 objects), a list of at most
@@ -12,22 +13,24 @@
 //     singleton reported state and has exactly one destination, the object's status copied from
 //     that destination (withdrawn when that stops holding).
 //
-// Readiness is kstatus's (sigs.k8s.io/cli-utils), computed on the copies' status. A destination
-// whose SyncTarget's SyncerReady condition says the heartbeat is stale counts as stale.
+// How an assemblage's status reads, and the summary itself, are pure functions of package
+// transport (summary.go), which kubectl edge shares. The syncer computes each object's state at
+// the edge with kstatus; a destination whose SyncTarget's SyncerReady condition says the heartbeat
+// is stale counts as stale.
 //
-// It watches the copies across all mailboxes at once: kcp's built-in kinds through the virtual
-// workspace of mailbox.edge.kcp.io (whose read-only permission claims every mailbox accepts), the
-// workloads export's kinds through that export's virtual workspace; placements, slices and
-// SyncTargets through edge.kcp.io's; the mailbox workspaces with a watch on the ESPW. Changes are
-// coalesced per placement and per object: a burst of any number of edge status changes makes at
-// most one status write per placement each CoalescePeriod and one write per object each
-// ObjectCoalescePeriod.
+// It watches the Assemblages of all mailboxes at once through the virtual workspace of the
+// APIExport mailbox.edge.kcp.io, keeping of each only what summaries read (not the carried objects,
+// nor the objects' .status: a singleton's status is read from the one assemblage that holds it,
+// when needed); and the placements, slices and SyncTargets (whose status names each mailbox's
+// logical cluster) through edge.kcp.io's. Changes are coalesced per placement and per object: a
+// burst of any number of edge status changes makes at most one status write per placement each
+// CoalescePeriod and one write per object each ObjectCoalescePeriod.
 package statussummarizer
 
 import (
 	"context"
 	"fmt"
-	"strings"
+	"sort"
 	"sync"
 	"time"
 
@@ -35,22 +38,20 @@ import (
 	kcpdynamic "github.com/kcp-dev/client-go/dynamic"
 	kcpdynamicinformer "github.com/kcp-dev/client-go/dynamic/dynamicinformer"
 	"github.com/kcp-dev/logicalcluster/v3"
-	tenancyv1alpha1 "github.com/kcp-dev/sdk/apis/tenancy/v1alpha1"
 	kcpclientset "github.com/kcp-dev/sdk/client/clientset/versioned/cluster"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
-	"github.com/kcp-dev/edge-mc/config/exports"
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
-	"github.com/kcp-dev/edge-mc/pkg/espw"
-	"github.com/kcp-dev/edge-mc/pkg/mailbox"
+	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
 // ControllerName names the controller in logs, metrics and --controllers.
@@ -63,7 +64,7 @@ const CoalescePeriod = time.Second
 // ObjectCoalescePeriod is the same for one workload object (its executing-count, and a
 // singleton's status). It is longer: while a placement rolls out, every object it selects
 // changes count with every destination that applies it, and each write into the workload
-// workspace is one more for kcp, which is busy writing the copies.
+// workspace is one more for kcp, which is busy writing the assemblages.
 const ObjectCoalescePeriod = 5 * time.Second
 
 const resyncPeriod = 10 * time.Minute
@@ -72,24 +73,16 @@ var (
 	placementsGVR  = edgev1alpha1.SchemeGroupVersion.WithResource("edgeplacements")
 	slicesGVR      = edgev1alpha1.SchemeGroupVersion.WithResource("singleplacementslices")
 	syncTargetsGVR = edgev1alpha1.SchemeGroupVersion.WithResource("synctargets")
-	// syncerConfigsGVR is a resource of mailbox.edge.kcp.io, watched through its virtual
-	// workspace.
-	syncerConfigsGVR = edgev1alpha1.SchemeGroupVersion.WithResource("syncerconfigs")
+	// assemblagesGVR is a resource of mailbox.edge.kcp.io, watched through its virtual workspace.
+	assemblagesGVR = edgev1alpha1.SchemeGroupVersion.WithResource("assemblages")
 )
 
 // Index names.
 const (
-	// copiesByPlacement indexes copies by <source cluster>|<placement>, one key per placement
-	// that selects the original.
-	copiesByPlacement = "copiesByPlacement"
-	// copiesByOriginal indexes copies by their original's objectKey.String().
-	copiesByOriginal = "copiesByOriginal"
 	// slicesByPlacement indexes slices by <cluster>|<placement>.
 	slicesByPlacement = "slicesByPlacement"
-	// slicesByMailbox indexes slices by the mailbox workspace names of their destinations.
-	slicesByMailbox = "slicesByMailbox"
-	// mailboxesByCluster indexes mailbox workspaces by their logical cluster.
-	mailboxesByCluster = "mailboxesByCluster"
+	// slicesBySyncTarget indexes slices by the <cluster>|<name> of their destinations' SyncTargets.
+	slicesBySyncTarget = "slicesBySyncTarget"
 )
 
 // Config is what the controller needs.
@@ -98,10 +91,11 @@ type Config struct {
 	ESPW logicalcluster.Path
 	// EdgeVWConfig reaches the virtual workspace of the APIExport edge.kcp.io.
 	EdgeVWConfig *rest.Config
-	// Base reaches kcp with the controller's own credential; the other virtual workspaces are
-	// reached with it.
+	// Base reaches kcp with the controller's own credential: the virtual workspace of
+	// mailbox.edge.kcp.io is reached with it, and the workload objects of custom kinds, which no
+	// export can claim.
 	Base *rest.Config
-	// KCP reaches kcp's own APIs (workspaces and endpoint slices in the ESPW).
+	// KCP reaches kcp's own APIs (the endpoint slices in the ESPW).
 	KCP kcpclientset.ClusterInterface
 	// Workers is the number of reconciles at once, per queue.
 	Workers int
@@ -112,31 +106,31 @@ type placementKey struct{ cluster, name string }
 
 func (k placementKey) String() string { return k.cluster + "|" + k.name }
 
-// objectKey names a workload object: its workload workspace, resource, namespace and name.
+// objectKey names a workload object: its workload workspace, and its key there.
 type objectKey struct {
-	cluster   string
-	gvr       schema.GroupVersionResource
-	namespace string
-	name      string
+	cluster string
+	key     transport.Key
 }
 
-func (k objectKey) String() string {
-	return k.cluster + "|" + k.gvr.GroupResource().String() + "|" + k.namespace + "|" + k.name
-}
+func (k objectKey) String() string { return k.cluster + "|" + k.key.String() }
 
 // Controller is the status summarizer. Create it with NewController and run it with Start.
 type Controller struct {
-	cfg    Config
-	edgeVW kcpdynamic.ClusterInterface
+	cfg Config
 
 	placements  cache.SharedIndexInformer
 	slices      cache.SharedIndexInformer
 	syncTargets cache.SharedIndexInformer
-	mailboxes   cache.SharedIndexInformer
-	copies      *copyWatches
+	assemblages *assemblageWatch
 
 	placementQueue *coalescingQueue[placementKey]
 	objectQueue    *coalescingQueue[objectKey]
+
+	// writePlacementStatus writes an EdgePlacement's status (the whole object, with its
+	// resourceVersion).
+	writePlacementStatus func(ctx context.Context, cluster string, placement *unstructured.Unstructured) error
+	// objectClient reaches a workload object's resource in its workspace.
+	objectClient func(ctx context.Context, k objectKey) (dynamic.ResourceInterface, error)
 
 	// brokenSince remembers when each broken entry of each placement was first seen.
 	brokenMu    sync.Mutex
@@ -163,20 +157,66 @@ func NewController(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Controller{
-		cfg:            cfg,
-		edgeVW:         edgeVW,
-		placementQueue: newCoalescingQueue[placementKey]("status-summarizer-placements", CoalescePeriod),
-		objectQueue:    newCoalescingQueue[objectKey]("status-summarizer-objects", ObjectCoalescePeriod),
-		reported:       map[objectKey]objectReport{},
-		brokenSince:    map[placementKey]map[string]metav1.Time{},
+	own, err := kcpdynamic.NewForConfig(cfg.Base)
+	if err != nil {
+		return nil, err
+	}
+	kinds, err := newKindResolver(edgeVW)
+	if err != nil {
+		return nil, err
 	}
 	newInformer := func(gvr schema.GroupVersionResource, indexers cache.Indexers) cache.SharedIndexInformer {
 		indexers[kcpcache.ClusterIndexName] = kcpcache.ClusterIndexFunc
 		return kcpdynamicinformer.NewFilteredDynamicInformer(edgeVW, gvr, resyncPeriod, indexers, nil).Informer()
 	}
-	c.placements = newInformer(placementsGVR, cache.Indexers{})
-	c.slices = newInformer(slicesGVR, cache.Indexers{
+	c := newController(cfg,
+		newInformer(placementsGVR, cache.Indexers{}),
+		newInformer(slicesGVR, sliceIndexers()),
+		newInformer(syncTargetsGVR, cache.Indexers{}),
+		newAssemblageWatch(func(ctx context.Context) (kcpdynamic.ClusterInterface, bool) {
+			return mailboxVirtualWorkspace(ctx, cfg)
+		}))
+	c.writePlacementStatus = func(ctx context.Context, cluster string, u *unstructured.Unstructured) error {
+		_, err := edgeVW.Cluster(logicalcluster.NewPath(cluster)).Resource(placementsGVR).UpdateStatus(ctx, u, metav1.UpdateOptions{FieldManager: FieldManager})
+		return err
+	}
+	c.objectClient = func(ctx context.Context, k objectKey) (dynamic.ResourceInterface, error) {
+		gvr, custom, err := kinds.resolve(ctx, logicalcluster.Name(k.cluster), k.key.GroupResource())
+		if err != nil {
+			return nil, err
+		}
+		client := edgeVW
+		if custom {
+			client = own // custom kinds belong to no export, so the virtual workspace has none
+		}
+		return client.Cluster(logicalcluster.NewPath(k.cluster)).Resource(gvr).Namespace(k.key.Namespace), nil
+	}
+	if err := c.addHandlers(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// newController assembles a controller from its informers, without handlers or clients.
+func newController(cfg Config, placements, slices, syncTargets cache.SharedIndexInformer, assemblages *assemblageWatch) *Controller {
+	c := &Controller{
+		cfg:            cfg,
+		placements:     placements,
+		slices:         slices,
+		syncTargets:    syncTargets,
+		assemblages:    assemblages,
+		placementQueue: newCoalescingQueue[placementKey]("status-summarizer-placements", CoalescePeriod),
+		objectQueue:    newCoalescingQueue[objectKey]("status-summarizer-objects", ObjectCoalescePeriod),
+		reported:       map[objectKey]objectReport{},
+		brokenSince:    map[placementKey]map[string]metav1.Time{},
+	}
+	assemblages.changed = c.assemblageChanged
+	assemblages.synced = c.enqueueAll
+	return c
+}
+
+func sliceIndexers() cache.Indexers {
+	return cache.Indexers{
 		slicesByPlacement: func(obj any) ([]string, error) {
 			u := asUnstructured(obj)
 			if p := u.GetLabels()[edgev1alpha1.LabelPlacement]; p != "" {
@@ -184,31 +224,24 @@ func NewController(cfg Config) (*Controller, error) {
 			}
 			return nil, nil
 		},
-		slicesByMailbox: func(obj any) ([]string, error) {
-			var names []string
+		slicesBySyncTarget: func(obj any) ([]string, error) {
+			var keys []string
 			for _, d := range edgev1alpha1.SliceDestinations(asUnstructured(obj)) {
-				names = append(names, mailbox.WorkspaceName(logicalcluster.Name(d.Cluster), d.SyncTargetUID))
+				keys = append(keys, d.Cluster+"|"+d.SyncTargetName)
 			}
-			return names, nil
+			return keys, nil
 		},
-	})
-	c.syncTargets = newInformer(syncTargetsGVR, cache.Indexers{})
-
-	c.mailboxes = mailbox.NewWorkspaceInformer(cfg.KCP, cfg.ESPW, resyncPeriod, mailboxesByCluster)
-
-	workloads, err := loadWorkloadResources()
-	if err != nil {
-		return nil, err
 	}
-	c.copies = newCopyWatches(c, workloads)
+}
 
+func (c *Controller) addHandlers() error {
 	handlers := []struct {
 		informer cache.SharedIndexInformer
 		handler  cache.ResourceEventHandler
 	}{
 		{c.placements, cache.ResourceEventHandlerFuncs{
 			AddFunc:    c.placementChanged,
-			UpdateFunc: func(_, obj any) { c.placementChanged(obj) },
+			UpdateFunc: c.placementUpdated,
 			DeleteFunc: c.placementChanged,
 		}},
 		{c.slices, cache.ResourceEventHandlerFuncs{
@@ -221,47 +254,13 @@ func NewController(cfg Config) (*Controller, error) {
 			UpdateFunc: c.syncTargetUpdated,
 			DeleteFunc: c.syncTargetChanged,
 		}},
-		{c.mailboxes, cache.ResourceEventHandlerFuncs{
-			AddFunc:    c.mailboxChanged,
-			UpdateFunc: func(_, obj any) { c.mailboxChanged(obj) },
-			DeleteFunc: c.mailboxChanged,
-		}},
 	}
 	for _, h := range handlers {
 		if _, err := h.informer.AddEventHandler(h.handler); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return c, nil
-}
-
-// loadWorkloadResources returns the resources of the workloads export, as this version of
-// edge-mc installs it: those are the non-built-in kinds a mailbox copy can be of.
-func loadWorkloadResources() ([]schema.GroupVersionResource, error) {
-	schemas, apiExports, err := exports.Load()
-	if err != nil {
-		return nil, fmt.Errorf("loading the embedded APIExports: %w", err)
-	}
-	wanted := map[string]bool{}
-	for _, e := range apiExports {
-		if e.Name == edgev1alpha1.WorkloadsAPIExportName {
-			for _, r := range e.Spec.Resources {
-				wanted[r.Schema] = true
-			}
-		}
-	}
-	var out []schema.GroupVersionResource
-	for _, s := range schemas {
-		if !wanted[s.Name] {
-			continue
-		}
-		for _, v := range s.Spec.Versions {
-			if v.Served && v.Storage {
-				out = append(out, schema.GroupVersionResource{Group: s.Spec.Group, Version: v.Name, Resource: s.Spec.Names.Plural})
-			}
-		}
-	}
-	return out, nil
+	return nil
 }
 
 // Start runs the informers and workers until ctx ends.
@@ -271,11 +270,11 @@ func (c *Controller) Start(ctx context.Context) error {
 	defer c.objectQueue.ShutDown()
 	logger := klog.FromContext(ctx).WithValues("controller", ControllerName)
 	ctx = klog.NewContext(ctx, logger)
-	for _, inf := range []cache.SharedIndexInformer{c.placements, c.slices, c.syncTargets, c.mailboxes} {
+	for _, inf := range []cache.SharedIndexInformer{c.placements, c.slices, c.syncTargets} {
 		go inf.Run(ctx.Done())
 	}
-	go c.copies.start(ctx)
-	if !cache.WaitForCacheSync(ctx.Done(), c.placements.HasSynced, c.slices.HasSynced, c.syncTargets.HasSynced, c.mailboxes.HasSynced) {
+	go c.assemblages.start(ctx)
+	if !cache.WaitForCacheSync(ctx.Done(), c.placements.HasSynced, c.slices.HasSynced, c.syncTargets.HasSynced) {
 		return ctx.Err()
 	}
 	logger.Info("caches synced; summarizing")
@@ -287,9 +286,11 @@ func (c *Controller) Start(ctx context.Context) error {
 	return nil
 }
 
-// HasSynced reports whether the caches are filled, the copies' included.
+// HasSynced reports whether the caches are filled. The assemblages' cache counts once its watch
+// started: until some mailbox binds mailbox.edge.kcp.io, kcp serves no virtual workspace for it,
+// and there is nothing to watch.
 func (c *Controller) HasSynced() bool {
-	return c.placements.HasSynced() && c.slices.HasSynced() && c.syncTargets.HasSynced() && c.mailboxes.HasSynced() && c.copies.hasSynced()
+	return c.placements.HasSynced() && c.slices.HasSynced() && c.syncTargets.HasSynced() && c.assemblages.hasSynced()
 }
 
 func runQueue[K comparable](ctx context.Context, q *coalescingQueue[K], sync func(context.Context, K) error) {
@@ -382,6 +383,15 @@ func (c *Controller) placementChanged(obj any) {
 	c.enqueueObjectsOf(pk)
 }
 
+// placementUpdated reacts to a change of a placement's spec (or its deletion starting); its
+// status, which this controller and others write, changes nothing in its summary.
+func (c *Controller) placementUpdated(old, obj any) {
+	o, u := asUnstructured(old), asUnstructured(obj)
+	if o == nil || u == nil || o.GetGeneration() != u.GetGeneration() || o.GetDeletionTimestamp().IsZero() != u.GetDeletionTimestamp().IsZero() {
+		c.placementChanged(obj)
+	}
+}
+
 func (c *Controller) sliceChanged(obj any) {
 	u := asUnstructured(obj)
 	if u == nil {
@@ -394,12 +404,13 @@ func (c *Controller) sliceChanged(obj any) {
 	}
 }
 
-// syncTargetUpdated reacts to a SyncTarget's update only when its SyncerReady condition changed:
-// heartbeats update SyncTargets all the time and change nothing here.
+// syncTargetUpdated reacts to a SyncTarget's update only when what summaries read of it changed:
+// whether its syncer is stale, and its mailbox.
 func (c *Controller) syncTargetUpdated(old, obj any) {
-	wasStale, _ := syncerStaleness(asUnstructured(old))
-	isStale, _ := syncerStaleness(asUnstructured(obj))
-	if wasStale != isStale {
+	o, u := asUnstructured(old), asUnstructured(obj)
+	wasStale, _ := syncerStaleness(o)
+	isStale, _ := syncerStaleness(u)
+	if wasStale != isStale || mailboxClusterOf(o) != mailboxClusterOf(u) {
 		c.syncTargetChanged(obj)
 	}
 }
@@ -409,67 +420,103 @@ func (c *Controller) syncTargetChanged(obj any) {
 	if u == nil {
 		return
 	}
-	c.enqueuePlacementsAt(mailbox.WorkspaceName(logicalcluster.From(u), u.GetUID()))
-}
-
-func (c *Controller) mailboxChanged(obj any) {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	if ws, ok := obj.(*tenancyv1alpha1.Workspace); ok {
-		c.enqueuePlacementsAt(ws.Name)
-	}
-}
-
-// enqueuePlacementsAt queues the placements that have the mailbox as a destination.
-func (c *Controller) enqueuePlacementsAt(mailboxName string) {
-	slices, _ := c.slices.GetIndexer().ByIndex(slicesByMailbox, mailboxName)
+	slices, _ := c.slices.GetIndexer().ByIndex(slicesBySyncTarget, logicalcluster.From(u).String()+"|"+u.GetName())
 	for _, s := range slices {
 		c.sliceChanged(s)
 	}
 }
 
-// enqueueObjectsOf queues the workload objects whose copies the placement selects.
-func (c *Controller) enqueueObjectsOf(pk placementKey) {
-	for _, cp := range c.copies.byIndex(copiesByPlacement, pk.String()) {
-		if k, ok := originalOf(cp.obj, cp.gvr); ok {
-			c.objectQueue.Enqueue(k)
+// enqueueAll queues every placement, and every object that an assemblage names: once the
+// assemblages are known, every summary can be made (those of placements with no assemblage yet
+// too), and what was queued before was put off.
+func (c *Controller) enqueueAll() {
+	for _, obj := range c.placements.GetStore().List() {
+		if u := asUnstructured(obj); u != nil {
+			c.placementQueue.Enqueue(placementKey{cluster: logicalcluster.From(u).String(), name: u.GetName()})
+		}
+	}
+	for _, a := range c.assemblages.all() {
+		c.placementQueue.Enqueue(placementKey{cluster: a.Spec.Placement.Cluster, name: a.Spec.Placement.Name})
+		for _, o := range transport.ObjectsOf(a) {
+			c.enqueueObject(a.Spec.Placement.Cluster, o)
 		}
 	}
 }
 
-// copyChanged queues what a copy's change affects: its placements and its original.
-func (c *Controller) copyChanged(gvr schema.GroupVersionResource, obj any) {
-	u := asUnstructured(obj)
-	if u == nil {
-		return
-	}
-	k, ok := originalOf(u, gvr)
-	if !ok {
-		return
-	}
-	c.objectQueue.Enqueue(k)
-	for _, p := range placementsOf(u) {
-		c.placementQueue.Enqueue(placementKey{cluster: k.cluster, name: p})
+// enqueueObjectsOf queues the workload objects that the placement's assemblages name.
+func (c *Controller) enqueueObjectsOf(pk placementKey) {
+	seen := map[string]bool{}
+	for _, a := range c.assemblages.ofPlacement(pk) {
+		for _, o := range transport.ObjectsOf(a) {
+			if !seen[o] {
+				seen[o] = true
+				c.enqueueObject(pk.cluster, o)
+			}
+		}
 	}
 }
 
-// originalOf names the workload object a mailbox copy was made from.
-func originalOf(u *unstructured.Unstructured, gvr schema.GroupVersionResource) (objectKey, bool) {
-	src := u.GetLabels()[edgev1alpha1.LabelSourceCluster]
-	if src == "" {
-		return objectKey{}, false
+func (c *Controller) enqueueObject(cluster, object string) {
+	if k, ok := transport.ParseKey(object); ok {
+		c.objectQueue.Enqueue(objectKey{cluster: cluster, key: k})
 	}
-	return objectKey{cluster: src, gvr: gvr, namespace: u.GetNamespace(), name: u.GetName()}, true
 }
 
-// placementsOf lists the placements (of the copy's source cluster) that select a copy's original.
-func placementsOf(u *unstructured.Unstructured) []string {
-	v := u.GetAnnotations()[edgev1alpha1.AnnotationPlacements]
-	if v == "" {
-		return nil
+// assemblageChanged queues what a change of an assemblage affects: its placement, and the objects
+// whose executing state there changed, or that it started or stopped naming; all its objects if
+// the placement wants their status reported back, which this cache does not hold.
+func (c *Controller) assemblageChanged(old, obj *edgev1alpha1.Assemblage) {
+	var ref edgev1alpha1.PlacementReference
+	switch {
+	case obj != nil:
+		ref = obj.Spec.Placement
+	case old != nil:
+		ref = old.Spec.Placement
+	default:
+		return
 	}
-	return strings.Split(v, ",")
+	if old != nil && obj != nil && old.Spec.Placement != obj.Spec.Placement {
+		c.assemblageChanged(old, nil)
+		c.assemblageChanged(nil, obj)
+		return
+	}
+	pk := placementKey{cluster: ref.Cluster, name: ref.Name}
+	c.placementQueue.Enqueue(pk)
+	everything := c.wantsSingletonStatus(pk)
+	before, after := transport.ObjectsOf(old), transport.ObjectsOf(obj)
+	named := make(map[string]bool, len(before)+len(after))
+	for _, o := range before {
+		named[o] = true
+	}
+	for _, o := range after {
+		named[o] = true
+	}
+	for o := range named {
+		if everything || transport.IsExecuting(old, o) != transport.IsExecuting(obj, o) || !names(old, o) || !names(obj, o) {
+			c.enqueueObject(ref.Cluster, o)
+		}
+	}
+}
+
+// names reports whether the assemblage names the object.
+func names(a *edgev1alpha1.Assemblage, object string) bool {
+	for _, o := range transport.ObjectsOf(a) {
+		if o == object {
+			return true
+		}
+	}
+	return false
+}
+
+// wantsSingletonStatus reports whether the placement asks for its objects' status to be
+// reported back.
+func (c *Controller) wantsSingletonStatus(pk placementKey) bool {
+	item, exists, _ := c.placements.GetIndexer().GetByKey(kcpcache.ToClusterAwareKey(pk.cluster, "", pk.name))
+	if !exists {
+		return false
+	}
+	want, _, _ := unstructured.NestedBool(asUnstructured(item).Object, "spec", "wantSingletonReportedState")
+	return want
 }
 
 // syncerStaleness says whether a SyncTarget's syncer is stale (silent past the grace period),
@@ -493,15 +540,22 @@ func syncerStaleness(u *unstructured.Unstructured) (stale bool, since time.Time)
 	return false, time.Time{}
 }
 
-// mailboxClaimed are the resources whose copies are watched through the mailbox export's
-// virtual workspace.
-func mailboxClaimed() []schema.GroupVersionResource {
-	var out []schema.GroupVersionResource
-	for _, c := range espw.MailboxClaims() {
-		if c.Group == "coordination.k8s.io" {
-			continue // the heartbeat Leases are no copies
-		}
-		out = append(out, schema.GroupVersionResource{Group: c.Group, Version: "v1", Resource: c.Resource})
+// mailboxClusterOf is the logical cluster of a SyncTarget's mailbox, as its status says ("" if
+// none yet).
+func mailboxClusterOf(u *unstructured.Unstructured) logicalcluster.Name {
+	if u == nil {
+		return ""
 	}
+	cluster, _, _ := unstructured.NestedString(u.Object, "status", "mailboxCluster")
+	return logicalcluster.Name(cluster)
+}
+
+// sortedKeys returns the keys of a set, sorted.
+func sortedKeys(set map[string]bool) []string {
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
 	return out
 }

@@ -11,9 +11,9 @@ import (
 
 	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
 	"github.com/kcp-dev/logicalcluster/v3"
-	tenancyv1alpha1 "github.com/kcp-dev/sdk/apis/tenancy/v1alpha1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -22,7 +22,7 @@ import (
 	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
-	"github.com/kcp-dev/edge-mc/pkg/mailbox"
+	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
 // FieldManager names the summarizer's writes.
@@ -31,23 +31,30 @@ const FieldManager = "edge-status-summarizer"
 // destination is one destination of a placement, resolved to its mailbox.
 type destination struct {
 	edgev1alpha1.SinglePlacement
-	// mailbox is the mailbox's logical cluster; empty while the mailbox does not exist.
+	// mailbox is the mailbox's logical cluster, as its SyncTarget's status says; empty while
+	// there is none.
 	mailbox logicalcluster.Name
+	// stale says the syncer has been silent past the grace period, since staleSince.
+	stale      bool
+	staleSince time.Time
 }
 
 // name is the destination as summaries show it.
 func (d destination) name() string { return d.Cluster + ":" + d.SyncTargetName }
 
-// destinationsOf returns the placement's destinations, from its slices, in a stable order.
+// destinationsOf returns the placement's destinations, from its slices, in a stable order, each
+// with what its SyncTarget says of its mailbox and syncer.
 func (c *Controller) destinationsOf(pk placementKey) []destination {
 	slices, _ := c.slices.GetIndexer().ByIndex(slicesByPlacement, pk.String())
 	var out []destination
 	for _, s := range slices {
 		for _, d := range edgev1alpha1.SliceDestinations(asUnstructured(s)) {
 			dst := destination{SinglePlacement: d}
-			ws, exists, _ := c.mailboxes.GetIndexer().GetByKey(mailbox.WorkspaceName(logicalcluster.Name(d.Cluster), d.SyncTargetUID))
-			if w, ok := ws.(*tenancyv1alpha1.Workspace); exists && ok {
-				dst.mailbox = logicalcluster.Name(w.Spec.Cluster)
+			if st, exists, _ := c.syncTargets.GetIndexer().GetByKey(kcpcache.ToClusterAwareKey(d.Cluster, "", d.SyncTargetName)); exists {
+				if u := asUnstructured(st); u != nil && u.GetUID() == d.SyncTargetUID {
+					dst.mailbox = mailboxClusterOf(u)
+					dst.stale, dst.staleSince = syncerStaleness(u)
+				}
 			}
 			out = append(out, dst)
 		}
@@ -73,9 +80,15 @@ func (c *Controller) syncPlacement(ctx context.Context, pk placementKey) error {
 	}
 
 	dests := c.destinationsOf(pk)
-	views, objects := c.viewsOf(pk, dests)
-	now := metav1.Now()
-	summary := Summarize(objects, views, c.previousBrokenSince(pk, p), now)
+	if !c.assemblages.ready() && anyMailbox(dests) {
+		// What is in the mailboxes is not known yet; the assemblages' sync queues every
+		// placement again.
+		return nil
+	}
+	// In whole seconds, as the server keeps it: a broken entry's since, compared with what the
+	// status holds, must not differ by a fraction.
+	now := metav1.NewTime(time.Now().Truncate(time.Second))
+	summary := transport.Summarize(c.viewsOf(pk, dests), c.previousBrokenSince(pk, p), now)
 	c.rememberBroken(pk, summary.Broken)
 
 	status := p.Status.DeepCopy()
@@ -84,8 +97,8 @@ func (c *Controller) syncPlacement(ctx context.Context, pk placementKey) error {
 	status.BrokenCount = int32(summary.BrokenCount)
 	status.Objects = summary.Objects
 	status.ObjectCount = int32(summary.ObjectCount)
-	setCondition(&status.Conditions, ReadyCondition(summary.Counts, len(dests), p.Generation), false)
-	setCondition(&status.Conditions, SingletonCondition(len(dests), p.Generation), !p.Spec.WantSingletonReportedState)
+	setCondition(&status.Conditions, transport.ReadyCondition(summary.Counts, len(dests), p.Generation), false)
+	setCondition(&status.Conditions, transport.SingletonCondition(len(dests), p.Generation), !p.Spec.WantSingletonReportedState)
 	status.SummaryTime = p.Status.SummaryTime
 	if equality.Semantic.DeepEqual(status, &p.Status) {
 		return nil
@@ -97,7 +110,7 @@ func (c *Controller) syncPlacement(ctx context.Context, pk placementKey) error {
 	}
 	updated := u.DeepCopy()
 	updated.Object["status"] = raw
-	_, err = c.edgeVW.Cluster(logicalcluster.NewPath(pk.cluster)).Resource(placementsGVR).UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
+	err = c.writePlacementStatus(ctx, pk.cluster, updated)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil
@@ -110,37 +123,41 @@ func (c *Controller) syncPlacement(ctx context.Context, pk placementKey) error {
 	return nil
 }
 
-// viewsOf gathers, for each destination, the states of the placement's objects there, and the
-// names of all the placement's objects (the union over the destinations' copies).
-func (c *Controller) viewsOf(pk placementKey, dests []destination) ([]DestinationView, []string) {
-	byMailbox := map[logicalcluster.Name]map[string]ObjectState{}
-	objects := map[string]bool{}
-	for _, cp := range c.copies.byIndex(copiesByPlacement, pk.String()) {
-		name := ObjectName(cp.gvr.GroupResource(), cp.obj.GetNamespace(), cp.obj.GetName())
-		objects[name] = true
-		mb := logicalcluster.From(cp.obj)
-		if byMailbox[mb] == nil {
-			byMailbox[mb] = map[string]ObjectState{}
-		}
-		state, reason := CopyState(cp.obj, c.copies.appliedHash(cp))
-		byMailbox[mb][name] = ObjectState{State: state, Reason: reason}
-	}
-	views := make([]DestinationView, 0, len(dests))
+func anyMailbox(dests []destination) bool {
 	for _, d := range dests {
-		v := DestinationView{Name: d.name(), Objects: byMailbox[d.mailbox]}
-		if st, exists, _ := c.syncTargets.GetIndexer().GetByKey(kcpcache.ToClusterAwareKey(d.Cluster, "", d.SyncTargetName)); exists {
-			if u := asUnstructured(st); u != nil && u.GetUID() == d.SyncTargetUID {
-				v.Stale, v.StaleSince = syncerStaleness(u)
-			}
+		if d.mailbox != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// viewsOf gathers, for each destination, its staleness and the placement's assemblage in its
+// mailbox.
+func (c *Controller) viewsOf(pk placementKey, dests []destination) []transport.DestinationView {
+	byMailbox := map[logicalcluster.Name]*edgev1alpha1.Assemblage{}
+	for _, a := range c.assemblages.ofPlacement(pk) {
+		byMailbox[logicalcluster.From(a)] = a
+	}
+	views := make([]transport.DestinationView, 0, len(dests))
+	for _, d := range dests {
+		v := transport.DestinationView{Name: d.name(), Stale: d.stale, StaleSince: d.staleSince}
+		if d.mailbox != "" {
+			v.Assemblage = byMailbox[d.mailbox]
 		}
 		views = append(views, v)
 	}
-	names := make([]string, 0, len(objects))
-	for o := range objects {
-		names = append(names, o)
+	return views
+}
+
+// assemblageAt returns the placement's assemblage in a mailbox (nil if none).
+func (c *Controller) assemblageAt(pk placementKey, mailbox logicalcluster.Name) *edgev1alpha1.Assemblage {
+	for _, a := range c.assemblages.ofPlacement(pk) {
+		if logicalcluster.From(a) == mailbox {
+			return a
+		}
 	}
-	sort.Strings(names)
-	return views, names
+	return nil
 }
 
 // previousBrokenSince returns when each currently known broken entry was first seen: from this
@@ -154,7 +171,7 @@ func (c *Controller) previousBrokenSince(pk placementKey, p *edgev1alpha1.EdgePl
 	out := map[string]metav1.Time{}
 	for _, b := range p.Status.Broken {
 		if b.Since != nil {
-			out[brokenKey(b.Destination, b.Object)] = *b.Since
+			out[transport.BrokenKey(b.Destination, b.Object)] = *b.Since
 		}
 	}
 	return out
@@ -164,7 +181,7 @@ func (c *Controller) rememberBroken(pk placementKey, broken []edgev1alpha1.Broke
 	known := map[string]metav1.Time{}
 	for _, b := range broken {
 		if b.Since != nil {
-			known[brokenKey(b.Destination, b.Object)] = *b.Since
+			known[transport.BrokenKey(b.Destination, b.Object)] = *b.Since
 		}
 	}
 	c.brokenMu.Lock()
@@ -172,32 +189,44 @@ func (c *Controller) rememberBroken(pk placementKey, broken []edgev1alpha1.Broke
 	c.brokenSince[pk] = known
 }
 
-// syncObject writes, on one workload object, the number of edge clusters where it is applied and,
-// when a placement that wants singleton reported state has exactly one destination, the status
-// at that destination.
+// syncObject writes, on one workload object, the number of edge clusters where a version of it
+// is applied and, when a placement that wants singleton reported state has exactly one
+// destination, the status at that destination.
 func (c *Controller) syncObject(ctx context.Context, k objectKey) error {
 	logger := klog.FromContext(ctx).WithValues("object", k.String())
-	copies := c.copies.byIndex(copiesByOriginal, k.String())
-	executing := 0
-	placements := map[string]bool{}
-	for _, cp := range copies {
-		if c.copies.appliedHash(cp) != "" {
-			executing++
-		}
-		for _, p := range placementsOf(cp.obj) {
-			placements[p] = true
-		}
+	if !c.assemblages.ready() {
+		return nil // queued again once the assemblages are known
 	}
-	singleFrom, singleStatus := c.singletonStatus(k, placements)
+	object := k.key.String()
+	assemblages := c.assemblages.naming(k)
+	executing := map[logicalcluster.Name]bool{}
+	placements := map[string]bool{}
+	for _, a := range assemblages {
+		if transport.IsExecuting(a, object) {
+			executing[logicalcluster.From(a)] = true
+		}
+		placements[a.Spec.Placement.Name] = true
+	}
+	single, err := c.singletonStatus(ctx, k, placements)
+	if err != nil {
+		return err
+	}
 	wantCount := ""
-	if len(copies) > 0 {
-		wantCount = strconv.Itoa(executing)
+	if len(assemblages) > 0 {
+		wantCount = strconv.Itoa(len(executing))
 	}
 
-	client := c.edgeVW.Cluster(logicalcluster.NewPath(k.cluster)).Resource(k.gvr).Namespace(k.namespace)
+	client, err := c.objectClient(ctx, k)
+	if apierrors.IsNotFound(err) {
+		c.setReport(k, nil) // a custom kind whose CRD is gone: so is the object
+		return nil
+	}
+	if err != nil {
+		return err
+	}
 	// With no singleton status involved, and the object's annotations written by this process
 	// lately, the object need not be read: write the count if it changed.
-	if last, ok := c.lastReport(k); ok && singleFrom == "" && last.singletonFrom == "" {
+	if last, ok := c.lastReport(k); ok && single.from == "" && last.singletonFrom == "" {
 		if last.count == wantCount {
 			return nil
 		}
@@ -215,7 +244,7 @@ func (c *Controller) syncObject(ctx context.Context, k objectKey) error {
 		return nil
 	}
 
-	obj, err := client.Get(ctx, k.name, metav1.GetOptions{})
+	obj, err := client.Get(ctx, k.key.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		c.setReport(k, nil)
 		return nil
@@ -224,15 +253,16 @@ func (c *Controller) syncObject(ctx context.Context, k objectKey) error {
 		return fmt.Errorf("reading %s: %w", k, err)
 	}
 
-	// The annotations: the executing count while copies exist, and where the status comes from.
+	// The annotations: the executing count while assemblages name it, and where the status
+	// comes from.
 	annotations := obj.GetAnnotations()
 	patch := map[string]any{}
 	if annotations[edgev1alpha1.AnnotationExecutingCount] != wantCount {
 		patch[edgev1alpha1.AnnotationExecutingCount] = nullIfEmpty(wantCount)
 	}
 	hadSingleton := annotations[edgev1alpha1.AnnotationSingletonStatusFrom]
-	if hadSingleton != singleFrom {
-		patch[edgev1alpha1.AnnotationSingletonStatusFrom] = nullIfEmpty(singleFrom)
+	if hadSingleton != single.from {
+		patch[edgev1alpha1.AnnotationSingletonStatusFrom] = nullIfEmpty(single.from)
 	}
 	if len(patch) > 0 {
 		obj, err = annotate(ctx, client, k, patch)
@@ -242,18 +272,26 @@ func (c *Controller) syncObject(ctx context.Context, k objectKey) error {
 		if err != nil {
 			return err
 		}
-		logger.V(2).Info("annotated", "executingCount", wantCount, "singletonStatusFrom", singleFrom)
+		logger.V(2).Info("annotated", "executingCount", wantCount, "singletonStatusFrom", single.from)
 	}
-	c.setReport(k, &objectReport{count: wantCount, singletonFrom: singleFrom})
+	c.setReport(k, &objectReport{count: wantCount, singletonFrom: single.from})
 
-	// The status: copied from the one destination, or withdrawn.
-	if singleFrom == "" && hadSingleton == "" {
+	if single.from == "" && hadSingleton == "" {
+		return nil
+	}
+	return c.copyStatus(ctx, client, k, obj, single)
+}
+
+// copyStatus writes on the workload object the status reported from its one destination, or
+// withdraws the status when there is none.
+func (c *Controller) copyStatus(ctx context.Context, client dynamic.ResourceInterface, k objectKey, obj *unstructured.Unstructured, single singleton) error {
+	if single.keep {
 		return nil
 	}
 	have, _, _ := unstructured.NestedMap(obj.Object, "status")
-	want := singleStatus
-	if singleFrom != "" && want != nil {
-		translateObservedGeneration(want, obj.GetGeneration())
+	want := single.status
+	if single.from != "" && want != nil {
+		translateObservedGeneration(want, obj.GetGeneration(), single.observed)
 	}
 	if reflect.DeepEqual(normalize(have), normalize(want)) {
 		return nil
@@ -267,7 +305,7 @@ func (c *Controller) syncObject(ctx context.Context, k objectKey) error {
 	if _, err := client.UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("writing the status of %s: %w", k, err)
 	}
-	logger.V(2).Info("wrote the status reported by the one destination", "from", singleFrom)
+	klog.FromContext(ctx).V(2).Info("wrote the status reported by the one destination", "object", k.String(), "from", single.from)
 	return nil
 }
 
@@ -275,7 +313,7 @@ func (c *Controller) syncObject(ctx context.Context, k objectKey) error {
 // patch. NotFound is returned as it is; other errors say which object.
 func annotate(ctx context.Context, client dynamic.ResourceInterface, k objectKey, annotations map[string]any) (*unstructured.Unstructured, error) {
 	body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
-	obj, err := client.Patch(ctx, k.name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager})
+	obj, err := client.Patch(ctx, k.key.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("annotating %s: %w", k, err)
 	}
@@ -295,8 +333,8 @@ func (c *Controller) lastReport(k objectKey) (objectReport, bool) {
 	return r, ok && time.Since(r.at) < reportMemory
 }
 
-// setReport records what was written on the object; nil forgets it. An object whose copies are
-// all gone is forgotten too, so that the memory holds only placed objects.
+// setReport records what was written on the object; nil forgets it. An object that no assemblage
+// names any more is forgotten too, so that the memory holds only placed objects.
 func (c *Controller) setReport(k objectKey, r *objectReport) {
 	c.reportedMu.Lock()
 	defer c.reportedMu.Unlock()
@@ -308,62 +346,70 @@ func (c *Controller) setReport(k objectKey, r *objectReport) {
 	c.reported[k] = *r
 }
 
+// singleton is the status to copy back onto a workload object from its one destination.
+type singleton struct {
+	// from is the destination ("" for none: no placement that selects the object wants its
+	// status reported and has exactly one destination where the object is delivered).
+	from string
+	// status is the object's status there (nil: it reports none), a copy of its own.
+	status map[string]any
+	// observed says the status is of the current version: the syncer took in the version of
+	// the object's assemblage, and the object is Ready or Failed there (kstatus saw its current
+	// spec observed).
+	observed bool
+	// keep says the syncer left the status out of its report, to stay within its size budget:
+	// what the object holds stays as it is.
+	keep bool
+}
+
 // singletonStatus finds a placement among those selecting the object that wants singleton
-// reported state and has exactly one destination, and returns that destination's name and the
-// status of the object's copy there (nil if the copy has none yet).
-func (c *Controller) singletonStatus(k objectKey, placements map[string]bool) (string, map[string]any) {
-	names := make([]string, 0, len(placements))
-	for p := range placements {
-		names = append(names, p)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		item, exists, _ := c.placements.GetIndexer().GetByKey(kcpcache.ToClusterAwareKey(k.cluster, "", name))
-		if !exists {
+// reported state and has exactly one destination, and returns that destination and the status
+// its syncer reports for the object there, read from the assemblage.
+func (c *Controller) singletonStatus(ctx context.Context, k objectKey, placements map[string]bool) (singleton, error) {
+	object := k.key.String()
+	for _, name := range sortedKeys(placements) {
+		pk := placementKey{cluster: k.cluster, name: name}
+		if !c.wantsSingletonStatus(pk) {
 			continue
 		}
-		u := asUnstructured(item)
-		if want, _, _ := unstructured.NestedBool(u.Object, "spec", "wantSingletonReportedState"); !want {
-			continue
-		}
-		dests := c.destinationsOf(placementKey{cluster: k.cluster, name: name})
+		dests := c.destinationsOf(pk)
 		if len(dests) != 1 || dests[0].mailbox == "" {
 			continue
 		}
-		cp := c.copies.get(k.gvr, dests[0].mailbox, k.namespace, k.name)
-		if cp == nil {
+		a := c.assemblageAt(pk, dests[0].mailbox)
+		if a == nil || !names(a, object) {
 			continue
 		}
-		status, found, _ := unstructured.NestedMap(cp.Object, "status")
-		if !found || len(status) == 0 {
-			status = nil
+		status, omitted, err := c.assemblages.reportedStatus(ctx, dests[0].mailbox, a, object)
+		if err != nil {
+			return singleton{}, err
 		}
-		if status != nil {
-			// Whether the copy's status is of its current version, in the copy's generations.
-			if state, _ := CopyState(cp, c.copies.appliedHash(copyRef{obj: cp, gvr: k.gvr})); state == StatePending {
-				status["observedGeneration"] = int64(-1)
-			} else if og, ok, _ := unstructured.NestedInt64(status, "observedGeneration"); ok && og < cp.GetGeneration() {
-				status["observedGeneration"] = int64(-1)
-			}
+		if omitted {
+			return singleton{from: dests[0].name(), keep: true}, nil
 		}
-		return dests[0].name(), status
+		state := transport.ObjectStates(a)[object].State
+		return singleton{
+			from:     dests[0].name(),
+			status:   runtime.DeepCopyJSON(status),
+			observed: state == transport.StateReady || state == transport.StateFailed,
+		}, nil
 	}
-	return "", nil
+	return singleton{}, nil
 }
 
-// translateObservedGeneration puts status.observedGeneration into the workload object's
-// generations: its own generation when the status is of the current version (singletonStatus
-// marked it -1 otherwise), one less if not.
-func translateObservedGeneration(status map[string]any, generation int64) {
-	og, ok, _ := unstructured.NestedInt64(status, "observedGeneration")
-	if !ok {
+// translateObservedGeneration puts status.observedGeneration, which counts the edge object's
+// generations, into the workload object's: its own generation when the status is of the current
+// version, one less if not, so that kstatus reads the same on the workload object as at the
+// edge.
+func translateObservedGeneration(status map[string]any, generation int64, observed bool) {
+	if _, ok, _ := unstructured.NestedFieldNoCopy(status, "observedGeneration"); !ok {
 		return
 	}
-	if og < 0 {
-		status["observedGeneration"] = generation - 1
+	if observed {
+		status["observedGeneration"] = generation
 		return
 	}
-	status["observedGeneration"] = generation
+	status["observedGeneration"] = generation - 1
 }
 
 func nullIfEmpty(v string) any {
@@ -383,4 +429,13 @@ func normalize(v map[string]any) any {
 	var out any
 	_ = json.Unmarshal(raw, &out)
 	return out
+}
+
+// setCondition sets or, when remove is true, removes a condition; it reports whether the list
+// changed.
+func setCondition(conditions *[]metav1.Condition, cond metav1.Condition, remove bool) bool {
+	if remove {
+		return meta.RemoveStatusCondition(conditions, cond.Type)
+	}
+	return meta.SetStatusCondition(conditions, cond)
 }

@@ -15,5 +15,7 @@
 //   - what travels and how (objects.go): objects that never travel, server-owned fields stripped
 //     before an object travels, denatured objects and their natural form, content hashes;
 //   - the marks by which a syncer owns the objects it applies at its edge (marks.go);
-//   - how an assemblage's status reads for people and summaries (state.go).
+//   - how an assemblage's status reads for people and summaries (summary.go): each object's
+//     state at a destination, whether a version of it runs there, and the bounded summary of a
+//     placement over its destinations that the status summarizer writes and kubectl edge shows.
 package transport

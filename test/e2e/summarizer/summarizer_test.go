@@ -13,7 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/kcp-dev/logicalcluster/v3"
+
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/transport"
 	"github.com/kcp-dev/edge-mc/test/framework"
 )
 
@@ -167,12 +170,18 @@ func TestSummaries(t *testing.T) {
 			framework.FieldIs("3", "metadata", "annotations", edgev1alpha1.AnnotationExecutingCount))
 	}
 
-	// The summarizer's reports stay in the workload workspace: they are not projected into the
+	// The summarizer's reports stay in the workload workspace: they are not delivered to the
 	// mailboxes, where every change of a count would be a new version to apply everywhere.
 	for name := range regions {
-		cp := framework.GetObject(t, framework.KCP(t).DynamicClient(t, f.Mailbox(t, name)), deployments, "app", "web")
-		if v, ok := cp.GetAnnotations()[edgev1alpha1.AnnotationExecutingCount]; ok {
-			t.Errorf("the copy in the mailbox of %s carries %s=%s", name, edgev1alpha1.AnnotationExecutingCount, v)
+		doc := deliveredDocument(t, f, name, "app")
+		for _, e := range doc.Objects {
+			if k := e.Key(); k.String() == "deployments.apps/app/web" {
+				md, _ := e.Object["metadata"].(map[string]any)
+				annotations, _ := md["annotations"].(map[string]any)
+				if v, ok := annotations[edgev1alpha1.AnnotationExecutingCount]; ok {
+					t.Errorf("the Deployment delivered to %s carries %s=%v", name, edgev1alpha1.AnnotationExecutingCount, v)
+				}
+			}
 		}
 	}
 
@@ -264,6 +273,43 @@ func TestSummaries(t *testing.T) {
 	framework.EventuallyObject(t, "SingletonStatus False", wmw, placements, "", "solo", conditionIs(edgev1alpha1.PlacementSingletonStatus, metav1.ConditionFalse))
 }
 
+// deliveredDocument reads, from the mailbox of a SyncTarget, the objects that the placement's
+// assemblage delivers there, as its syncer reads them.
+func deliveredDocument(t *testing.T, f *framework.Fleet, syncTarget, placement string) *transport.Document {
+	t.Helper()
+	wmwCluster := logicalcluster.From(framework.GetObject(t, framework.KCP(t).DynamicClient(t, f.WMW), placements, "", placement))
+	mb := framework.KCP(t).DynamicClient(t, f.Mailbox(t, syncTarget))
+	var doc *transport.Document
+	framework.Eventually(t, framework.Converge, func() (bool, string) {
+		ctx := framework.Context(t, 30*time.Second)
+		u, err := mb.Resource(edgev1alpha1.SchemeGroupVersion.WithResource("assemblages")).Get(ctx, transport.AssemblageName(wmwCluster.String(), placement), metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		a := &edgev1alpha1.Assemblage{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, a); err != nil {
+			t.Fatal(err)
+		}
+		list, err := mb.Resource(edgev1alpha1.SchemeGroupVersion.WithResource("assemblageparts")).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		var parts []*edgev1alpha1.AssemblagePart
+		for i := range list.Items {
+			p := &edgev1alpha1.AssemblagePart{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(list.Items[i].Object, p); err != nil {
+				t.Fatal(err)
+			}
+			parts = append(parts, p)
+		}
+		if doc, err = transport.DecodeAssemblage(a, parts); err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	})
+	return doc
+}
+
 func conditionIs(condType string, want metav1.ConditionStatus) func(*unstructured.Unstructured) string {
 	return func(u *unstructured.Unstructured) string {
 		if u == nil {
@@ -303,5 +349,44 @@ func TestRealKubernetesEdge(t *testing.T) {
 	out := framework.KubectlEdge(t, "status", "--target", "kube-edge", "--imw", f.IMW.String(), "--espw", f.ESPW.String()).MustSucceed(t).Stdout
 	if !strings.Contains(out, "deployments.apps/solo/solo") || !strings.Contains(out, "Ready") {
 		t.Errorf("kubectl edge status --target does not show the Deployment ready:\n%s", out)
+	}
+}
+
+// TestCustomKindInSummary places objects of a custom kind, defined by a CRD in the workload
+// workspace, on a logical-cluster edge: they travel in the assemblage with their CRD, and the
+// placement's summary and the objects' executing-count count them like any other.
+func TestCustomKindInSummary(t *testing.T) {
+	f := framework.NewFleet(t, map[string]string{"edge-1": "east"})
+	p := framework.NewLogicalPCluster(t, "edge-1")
+	framework.StartSyncer(t, f.ESPW, f.IMW, "edge-1", p)
+	wmw := framework.KCP(t).DynamicClient(t, f.WMW)
+	f.Apply(t, f.WMW, "apiVersion: v1\nkind: Namespace\nmetadata: {name: gadgets}\n")
+	applyWidget(t, f, "gadgets")
+	f.Apply(t, f.WMW, `apiVersion: edge.kcp.io/v1alpha1
+kind: EdgePlacement
+metadata: {name: gadgets}
+spec:
+  locationSelectors: [{matchLabels: {region: east}}]
+  downsync: [{namespaces: [gadgets]}, {apiGroup: apiextensions.k8s.io, resources: [customresourcedefinitions], objectNames: [widgets.example.com]}]
+`)
+	u := framework.EventuallyObject(t, "ready at the edge", wmw, placements, "", "gadgets",
+		summaryIs(t, edgev1alpha1.DestinationCounts{Ready: 1}, metav1.ConditionTrue))
+	s := placementStatus(t, u)
+	found := false
+	for _, o := range s.Objects {
+		if o.Object == "widgets.example.com/gadgets/w1" {
+			found = true
+			if o.Ready != 1 {
+				t.Errorf("the Widget: %+v, want ready at its one destination", o.DestinationCounts)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("the placement's summary does not list the Widget: %+v", s.Objects)
+	}
+	framework.EventuallyObject(t, "the Widget's executing count", wmw, widgetsGVR, "gadgets", "w1",
+		framework.FieldIs("1", "metadata", "annotations", edgev1alpha1.AnnotationExecutingCount))
+	if framework.GetObject(t, p.DynamicClient(t), widgetsGVR, "gadgets", "w1") == nil {
+		t.Error("the Widget is not at the edge")
 	}
 }
