@@ -26,6 +26,8 @@ type Fleet struct {
 // NewFleet makes the ESPW, a workload workspace and an inventory workspace with a Location and
 // SyncTarget per entry of regions (name to region label), and starts edge-controller-manager
 // with the mailbox controller, the scheduler, the placement translator and the status summarizer.
+// The fleet's heartbeat is faster than the default (FleetHeartbeatArgs), so that a test sees a
+// silent syncer go stale in seconds.
 func NewFleet(t *testing.T, regions map[string]string) *Fleet {
 	t.Helper()
 	base := NewWorkspace(t)
@@ -36,9 +38,13 @@ func NewFleet(t *testing.T, regions map[string]string) *Fleet {
 	for name, region := range regions {
 		KubectlEdge(t, "ensure", "location", name, "region="+region, "--imw", f.IMW.String(), "--espw", f.ESPW.String()).MustSucceed(t)
 	}
-	f.ECM = StartControllerManager(t, f.ESPW, "--controllers", "mailbox,scheduler,placement-translator,status-summarizer")
+	f.ECM = StartControllerManager(t, f.ESPW, append([]string{"--controllers", "mailbox,scheduler,placement-translator,status-summarizer"}, FleetHeartbeatArgs...)...)
 	return f
 }
+
+// FleetHeartbeatArgs are the heartbeat flags of the test fleets' edge-controller-manager: a
+// heartbeat every 5 s, stale after 20 s of silence.
+var FleetHeartbeatArgs = []string{"--heartbeat-interval=5s", "--heartbeat-grace-period=20s"}
 
 // Apply applies manifest to the workspace ws with kubectl.
 func (f *Fleet) Apply(t *testing.T, ws logicalcluster.Path, manifest string) {
