@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/kcp-dev/logicalcluster/v3"
@@ -59,7 +61,7 @@ func (c *Controller) reconcileMailbox(ctx context.Context, name string) (time.Du
 		return time.Second, nil
 	}
 	mb, mbc := logicalcluster.NewPath(path), logicalcluster.Name(cluster)
-	current := c.view.assemblagesOf(mbc)
+	current := c.written.overlay(mbc, c.view.assemblagesOf(mbc))
 	d, ok := c.computeDesired(name, heldObjects(current))
 	if !ok {
 		logger.V(4).Info("waiting for the custom kinds of a workload workspace to be known")
@@ -342,9 +344,11 @@ func (c *Controller) writeAssemblage(ctx context.Context, mb logicalcluster.Path
 			ObjectMeta: metav1.ObjectMeta{Name: p.name, Labels: labels, Annotations: annotations},
 			Spec:       want,
 		}
-		if err := c.apply(ctx, mb, assemblagesGVR, p.name, a); err != nil {
+		written, err := c.applyObject(ctx, mb, assemblagesGVR, p.name, a)
+		if err != nil {
 			return err
 		}
+		c.written.record(mbc, a, written.GetResourceVersion())
 		klog.FromContext(ctx).V(3).Info("wrote an assemblage", "assemblage", p.name, "version", enc.Version, "objects", len(enc.Objects), "parts", len(enc.Pieces), "bytes", enc.CompressedBytes)
 	}
 	for partName, part := range parts {
@@ -376,17 +380,89 @@ func hasLabels(have, want map[string]string) bool {
 
 // apply writes obj with server-side apply, as the translator's field manager.
 func (c *Controller) apply(ctx context.Context, mb logicalcluster.Path, gvr schema.GroupVersionResource, name string, obj any) error {
+	_, err := c.applyObject(ctx, mb, gvr, name, obj)
+	return err
+}
+
+// applyObject is apply, returning what the server holds after the write.
+func (c *Controller) applyObject(ctx context.Context, mb logicalcluster.Path, gvr schema.GroupVersionResource, name string, obj any) (*unstructured.Unstructured, error) {
 	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	u := &unstructured.Unstructured{Object: content}
 	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
 	unstructured.RemoveNestedField(u.Object, "status")
-	if _, err := c.cfg.Admin.Cluster(mb).Resource(gvr).Apply(ctx, name, u, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
-		return fmt.Errorf("writing %s %s into mailbox %s: %w", gvr.Resource, name, mb, err)
+	out, err := c.cfg.Admin.Cluster(mb).Resource(gvr).Apply(ctx, name, u, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	if err != nil {
+		return nil, fmt.Errorf("writing %s %s into mailbox %s: %w", gvr.Resource, name, mb, err)
 	}
-	return nil
+	return out, nil
+}
+
+// writtenAssemblages remembers the assemblages the translator wrote until the mailbox view shows
+// them: a reconcile that runs before the view has caught up with the translator's own write must
+// not take the assemblage for missing or old and write it again.
+type writtenAssemblages struct {
+	mu sync.Mutex
+	// byMailbox holds, per mailbox's logical cluster, the assemblages written, by name, with
+	// the resourceVersion the write gave them.
+	byMailbox map[logicalcluster.Name]map[string]writtenAssemblage
+}
+
+type writtenAssemblage struct {
+	assemblage      *edgev1alpha1.Assemblage
+	resourceVersion uint64
+}
+
+func (w *writtenAssemblages) record(mbc logicalcluster.Name, a *edgev1alpha1.Assemblage, resourceVersion string) {
+	rv, err := strconv.ParseUint(resourceVersion, 10, 64)
+	if err != nil {
+		return
+	}
+	kept := a.DeepCopy()
+	kept.Spec.Data = nil
+	kept.ResourceVersion = resourceVersion
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.byMailbox == nil {
+		w.byMailbox = map[logicalcluster.Name]map[string]writtenAssemblage{}
+	}
+	if w.byMailbox[mbc] == nil {
+		w.byMailbox[mbc] = map[string]writtenAssemblage{}
+	}
+	w.byMailbox[mbc][a.Name] = writtenAssemblage{assemblage: kept, resourceVersion: rv}
+}
+
+// overlay puts, into what the view shows of a mailbox, the assemblages written since, and forgets
+// those the view has caught up with.
+func (w *writtenAssemblages) overlay(mbc logicalcluster.Name, current map[string]*edgev1alpha1.Assemblage) map[string]*edgev1alpha1.Assemblage {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for name, wa := range w.byMailbox[mbc] {
+		if have := current[name]; have != nil {
+			if rv, err := strconv.ParseUint(have.ResourceVersion, 10, 64); err != nil || rv >= wa.resourceVersion {
+				delete(w.byMailbox[mbc], name)
+				continue
+			}
+			kept := wa.assemblage.DeepCopy()
+			kept.Status = have.Status
+			current[name] = kept
+			continue
+		}
+		current[name] = wa.assemblage.DeepCopy()
+	}
+	if len(w.byMailbox[mbc]) == 0 {
+		delete(w.byMailbox, mbc)
+	}
+	return current
+}
+
+// forget drops what was written into a mailbox (its assemblage was deleted, or the mailbox).
+func (w *writtenAssemblages) forget(mbc logicalcluster.Name, name string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.byMailbox[mbc], name)
 }
 
 // deleteAssemblage deletes an assemblage and its parts.
@@ -395,6 +471,7 @@ func (c *Controller) deleteAssemblage(ctx context.Context, mb logicalcluster.Pat
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting assemblage %s from mailbox %s: %w", name, mb, err)
 	}
+	c.written.forget(mbc, name)
 	for partName, part := range c.view.partsOf(mbc) {
 		if part.Spec.Assemblage == name {
 			if err := c.deletePart(ctx, mb, partName); err != nil {

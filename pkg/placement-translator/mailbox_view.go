@@ -72,6 +72,13 @@ func (v *mailboxView) start(ctx context.Context, c *Controller) {
 		return inf
 	}
 	assemblages := newInformer(assemblagesGVR, slimAssemblage)
+	// An assemblage deleted (by hand, say) is not taken for present on the strength of a write
+	// the view has not shown yet.
+	_, _ = assemblages.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
+		if u := asUnstructured(obj); u != nil {
+			c.written.forget(logicalcluster.From(u), u.GetName())
+		}
+	}})
 	parts := newInformer(assemblagePartsGVR, slimPart)
 	configs := newInformer(syncerConfigGVR, slimSyncerConfig)
 	for _, inf := range []cache.SharedIndexInformer{assemblages, parts, configs} {

@@ -123,8 +123,10 @@ type Controller struct {
 	workload *sources
 	// upsync holds the informers on up-synced objects in mailboxes; see upsync_sources.go.
 	upsync *upsyncSources
-	// view watches what the mailboxes hold; see mailbox_view.go.
-	view mailboxView
+	// view watches what the mailboxes hold; see mailbox_view.go. written holds what the
+	// translator wrote there that the view does not show yet.
+	view    mailboxView
+	written writtenAssemblages
 
 	mailboxesMu sync.Mutex
 	mailboxes   map[string]*mailboxState
