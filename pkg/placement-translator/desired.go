@@ -1,6 +1,7 @@
 package placementtranslator
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -272,7 +273,8 @@ func (c *Controller) projectPlacement(pk placementKey, p *edgev1alpha1.EdgePlace
 // they are in the workload workspace (sanitised, before customisation, with the names of their
 // Customizers); the same at every destination.
 func (c *Controller) revisionOf(p *edgev1alpha1.EdgePlacement, selected map[copyKey]workloadObject) string {
-	content := map[string]any{"downsync": fmt.Sprintf("%v", p.Spec.Downsync)}
+	downsync, _ := json.Marshal(p.Spec.Downsync)
+	content := map[string]any{"downsync": string(downsync)}
 	for key, wo := range selected {
 		entry := transport.Hash(transport.Sanitize(wo.obj).Object)
 		if name := wo.obj.GetAnnotations()[edgev1alpha1.AnnotationCustomizer]; name != "" {

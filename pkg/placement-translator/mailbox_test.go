@@ -95,3 +95,17 @@ func TestSameSpec(t *testing.T) {
 		}
 	}
 }
+
+// A placement's revision is the same on every computation of the same content.
+func TestRevisionIsStable(t *testing.T) {
+	w := newTestWorld(t)
+	w.placement(t, "ws1", "p1", deploymentsIn("app"))
+	w.workload(t, namespacesGVR, obj("v1", "Namespace", "ws1", "", "app", nil))
+	w.workload(t, deploymentsGVR, obj("apps/v1", "Deployment", "ws1", "app", "web", nil))
+	first, _ := w.c.computeDesired(testMailbox, nil)
+	second, _ := w.c.computeDesired(testMailbox, nil)
+	pk := placementKey{"ws1", "p1"}
+	if first.revisions[pk] == "" || first.revisions[pk] != second.revisions[pk] {
+		t.Errorf("revisions %q and %q of the same content", first.revisions[pk], second.revisions[pk])
+	}
+}
