@@ -60,12 +60,17 @@ func (s *Syncer) syncAssemblage(ctx context.Context, name string) (time.Duration
 		if fresh {
 			logger.Info("applying a version", "version", p.version, "objects", len(p.objects), "shared", len(p.shared))
 		}
-		if fresh || wasRefused {
+		if wasRefused {
 			s.queueStatus(name)
 		}
 	}
 
 	retry, err := s.applyStages(ctx, st, p)
+	s.mu.Lock()
+	if st.passed != p.version {
+		st.passed, st.passedAt = p.version, time.Now()
+	}
+	s.mu.Unlock()
 	s.queueStatus(name)
 	if err != nil || retry > 0 {
 		return retry, err

@@ -98,13 +98,13 @@ func (s *Syncer) applyConfig(ctx context.Context) error {
 }
 
 // setConfigHeartbeat takes in the SyncerConfig's heartbeat interval (0: unset), and wakes the
-// heartbeat up when it changes.
+// heartbeat up when the interval it keeps changes.
 func (s *Syncer) setConfigHeartbeat(d time.Duration) {
+	before := s.heartbeatInterval()
 	s.mu.Lock()
-	changed := s.configHeartbeat != d
 	s.configHeartbeat = d
 	s.mu.Unlock()
-	if changed {
+	if s.heartbeatInterval() != before {
 		select {
 		case s.heartbeatSignal <- struct{}{}:
 		default:

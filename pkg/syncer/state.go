@@ -53,6 +53,11 @@ type assemblageState struct {
 	results map[transport.Key]*result
 	// since is when plan's version was first acted on.
 	since time.Time
+	// passed is the version of which a whole pass of applying ended (at passedAt), with
+	// objects applied, refused or still waiting: its status is not written before, so that a
+	// new version, or a restart, is reported once, not first as all pending.
+	passed   string
+	passedAt time.Time
 	// appliedVersion is the newest version whose every object was applied.
 	appliedVersion string
 	// refusal, when not nil, says why refusedVersion (the assemblage's spec.version) cannot be

@@ -64,13 +64,22 @@ func (s *Syncer) writeStatus(ctx context.Context, name string) (time.Duration, e
 		s.mu.Unlock()
 		return 0, nil // nothing known to report yet
 	}
+	if st.plan != nil && st.passed != st.plan.version && (st.refusal == nil || st.refusedVersion != a.Spec.Version) {
+		s.mu.Unlock()
+		return 0, nil // queued again when the first pass of applying this version ends
+	}
 	if wait := s.cfg.StatusCoalesce - time.Since(st.writtenAt); wait > 0 {
 		s.mu.Unlock()
 		return wait, nil
 	}
-	in := s.statusInputsLocked(st, a)
-	written := st.written
+	in, unlisted := s.statusInputsLocked(st, a)
+	written, passedAt := st.written, st.passedAt
 	s.mu.Unlock()
+	if unlisted && time.Since(passedAt) < edgeListWait {
+		// The state of objects whose edge watch has not listed yet is not known: reported
+		// now, it would say less than the last status did.
+		return edgeListRecheck, nil
+	}
 
 	status := buildStatus(in)
 	if written != nil && statusEqual(&status, written) {
@@ -124,9 +133,17 @@ type reported struct {
 	failedToApply bool
 }
 
-// statusInputsLocked gathers what the status of assemblage a is built from; s.mu is held.
-func (s *Syncer) statusInputsLocked(st *assemblageState, a *edgev1alpha1.Assemblage) statusInputs {
-	in := statusInputs{
+// edgeListWait bounds how long a status write waits for the edge watches of its objects to list;
+// edgeListRecheck is how often it looks whether they have.
+const (
+	edgeListWait    = 15 * time.Second
+	edgeListRecheck = 500 * time.Millisecond
+)
+
+// statusInputsLocked gathers what the status of assemblage a is built from, and says whether the
+// edge watch of some applied object has not listed yet; s.mu is held.
+func (s *Syncer) statusInputsLocked(st *assemblageState, a *edgev1alpha1.Assemblage) (in statusInputs, unlisted bool) {
+	in = statusInputs{
 		version: a.Spec.Version, generation: a.Generation, appliedVersion: st.appliedVersion,
 		now: time.Now(), budget: s.cfg.StatusBudget,
 	}
@@ -137,12 +154,14 @@ func (s *Syncer) statusInputsLocked(st *assemblageState, a *edgev1alpha1.Assembl
 		in.refusal = st.refusal
 	}
 	if st.plan == nil {
-		return in
+		return in, false
 	}
 	in.observedVersion = st.plan.version
 	in.total = len(st.plan.objects)
 	for _, d := range st.plan.objects {
-		in.objects = append(in.objects, s.reportLocked(st, d))
+		r, known := s.reportLocked(st, d)
+		in.objects = append(in.objects, r)
+		unlisted = unlisted || !known
 	}
 	for _, key := range st.plan.sharedOrder {
 		carrier := st.plan.shared[key]
@@ -158,13 +177,15 @@ func (s *Syncer) statusInputsLocked(st *assemblageState, a *edgev1alpha1.Assembl
 			}})
 			continue
 		}
-		in.objects = append(in.objects, s.reportLocked(cst, d))
+		r, _ := s.reportLocked(cst, d)
+		in.objects = append(in.objects, r)
 	}
-	return in
+	return in, unlisted
 }
 
-// reportLocked is the reported state of the object d of st's plan; s.mu is held.
-func (s *Syncer) reportLocked(st *assemblageState, d *desired) reported {
+// reportLocked is the reported state of the object d of st's plan, and whether what the edge has
+// of it is known (false when it is applied but its edge watch has not listed yet); s.mu is held.
+func (s *Syncer) reportLocked(st *assemblageState, d *desired) (reported, bool) {
 	var live *unstructured.Unstructured
 	known := false
 	if d.obj != nil {
@@ -179,7 +200,8 @@ func (s *Syncer) reportLocked(st *assemblageState, d *desired) reported {
 	if t, ok := st.createdAt[d.key]; ok && d.createOnly {
 		createdAt = &t
 	}
-	return objectReport(d, st.results[d.key], live, known, createdAt)
+	r := st.results[d.key]
+	return objectReport(d, r, live, known, createdAt), known || r == nil || r.outcome != outcomeApplied || d.obj == nil
 }
 
 // objectReport is the reported state of the object d: from the outcome r of applying it and,
