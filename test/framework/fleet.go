@@ -28,6 +28,19 @@ type Fleet struct {
 // with the mailbox controller, the scheduler, the placement translator and the status summarizer.
 func NewFleet(t *testing.T, regions map[string]string) *Fleet {
 	t.Helper()
+	return newFleet(t, regions, "mailbox,scheduler,placement-translator,status-summarizer")
+}
+
+// NewMailboxFleet is NewFleet with edge-controller-manager running the mailbox controller only:
+// mailboxes, syncer identities and heartbeats, but nothing writes assemblages or SyncerConfigs
+// into the mailboxes, so that a test can write them itself (see WriteAssemblage).
+func NewMailboxFleet(t *testing.T, regions map[string]string) *Fleet {
+	t.Helper()
+	return newFleet(t, regions, "mailbox")
+}
+
+func newFleet(t *testing.T, regions map[string]string, controllers string) *Fleet {
+	t.Helper()
 	base := NewWorkspace(t)
 	f := &Fleet{ESPW: base.Join("espw"), WMW: base.Join("wmw"), IMW: base.Join("imw")}
 	KubectlEdge(t, "init", "--espw", f.ESPW.String()).MustSucceed(t)
@@ -36,7 +49,7 @@ func NewFleet(t *testing.T, regions map[string]string) *Fleet {
 	for name, region := range regions {
 		KubectlEdge(t, "ensure", "location", name, "region="+region, "--imw", f.IMW.String(), "--espw", f.ESPW.String()).MustSucceed(t)
 	}
-	f.ECM = StartControllerManager(t, f.ESPW, "--controllers", "mailbox,scheduler,placement-translator,status-summarizer")
+	f.ECM = StartControllerManager(t, f.ESPW, "--controllers", controllers)
 	return f
 }
 
