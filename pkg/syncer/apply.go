@@ -3,6 +3,7 @@ package syncer
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -199,11 +200,13 @@ func (s *Syncer) applyFailed(ctx context.Context, d *desired, err error) (result
 }
 
 // refusedByEdge says whether an apply error is the edge's verdict on the object, which trying
-// again does not change.
+// again does not change. A field of the wrong type for the edge's schema is one, though the edge
+// answers it as an internal error.
 func refusedByEdge(err error) bool {
 	return apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err) ||
 		apierrors.IsRequestEntityTooLargeError(err) || apierrors.IsUnsupportedMediaType(err) ||
-		apierrors.IsMethodNotSupported(err)
+		apierrors.IsMethodNotSupported(err) ||
+		(apierrors.IsInternalError(err) && strings.Contains(err.Error(), "failed to create typed patch object"))
 }
 
 // missingAtEdge says what an apply error is waiting for: the object's namespace (missing or

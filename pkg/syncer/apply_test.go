@@ -133,14 +133,16 @@ func TestRefusedByEdge(t *testing.T) {
 		err  error
 		want bool
 	}{
-		"invalid":         {apierrors.NewInvalid(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "d", nil), true},
-		"bad request":     {apierrors.NewBadRequest("no"), true},
-		"forbidden":       {apierrors.NewForbidden(gr, "d", errors.New("no")), true},
-		"too large":       {apierrors.NewRequestEntityTooLargeError("big"), true},
-		"timeout":         {apierrors.NewTimeoutError("slow", 1), false},
-		"unavailable":     {apierrors.NewServiceUnavailable("down"), false},
-		"conflict":        {apierrors.NewConflict(gr, "d", errors.New("modified")), false},
-		"internal error":  {apierrors.NewInternalError(errors.New("oops")), false},
+		"invalid":        {apierrors.NewInvalid(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "d", nil), true},
+		"bad request":    {apierrors.NewBadRequest("no"), true},
+		"forbidden":      {apierrors.NewForbidden(gr, "d", errors.New("no")), true},
+		"too large":      {apierrors.NewRequestEntityTooLargeError("big"), true},
+		"timeout":        {apierrors.NewTimeoutError("slow", 1), false},
+		"unavailable":    {apierrors.NewServiceUnavailable("down"), false},
+		"conflict":       {apierrors.NewConflict(gr, "d", errors.New("modified")), false},
+		"internal error": {apierrors.NewInternalError(errors.New("oops")), false},
+		"a field of the wrong type": {apierrors.NewInternalError(errors.New(
+			"failed to create typed patch object (app/o; /v1, Kind=ConfigMap): .data.x: expected string, got &value.valueUnstructured{Value:true}")), true},
 		"connection lost": {errors.New("connection reset by peer"), false},
 	} {
 		if got := refusedByEdge(c.err); got != c.want {

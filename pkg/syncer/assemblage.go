@@ -66,32 +66,25 @@ func (s *Syncer) syncAssemblage(ctx context.Context, name string) (time.Duration
 	}
 
 	retry, err := s.applyStages(ctx, st, p)
+	if err == nil && retry == 0 && p.version == a.Spec.Version {
+		err = s.prune(ctx, st, p)
+	}
 	s.mu.Lock()
+	completed := false
+	if err == nil && retry == 0 {
+		if pending, failed := st.tally(); pending == 0 && failed == 0 && st.appliedVersion != p.version {
+			st.appliedVersion, completed = p.version, true
+		}
+	}
 	if st.passed != p.version {
 		st.passed, st.passedAt = p.version, time.Now()
 	}
 	s.mu.Unlock()
-	s.queueStatus(name)
-	if err != nil || retry > 0 {
-		return retry, err
-	}
-	if p.version == a.Spec.Version {
-		if err := s.prune(ctx, st, p); err != nil {
-			return 0, err
-		}
-	}
-	s.mu.Lock()
-	_, failed := st.tally()
-	completed := failed == 0 && st.appliedVersion != p.version
-	if completed {
-		st.appliedVersion = p.version
-	}
-	s.mu.Unlock()
 	if completed {
 		logger.Info("applied a version", "version", p.version, "objects", len(p.objects))
-		s.queueStatus(name)
 	}
-	return 0, nil
+	s.queueStatus(name)
+	return retry, err
 }
 
 // stateFor returns the syncer's state of the assemblage a, made on first sight from what a's

@@ -496,7 +496,7 @@ func TestAssemblageSyncerRestart(t *testing.T) {
 	}
 	ids = append(ids, objectID{namespaces, "", "many"})
 	a := af.write(t, "many", many.String())
-	b := af.write(t, "other", "apiVersion: v1\nkind: Namespace\nmetadata: {name: other}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: o, namespace: other}\ndata: {x: y}\n")
+	b := af.write(t, "other", "apiVersion: v1\nkind: Namespace\nmetadata: {name: other}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: o, namespace: other}\ndata: {x: \"y\"}\n")
 	af.waitApplied(t, a)
 	af.waitApplied(t, b)
 	time.Sleep(3 * time.Second) // let the status writes settle
@@ -530,6 +530,25 @@ func TestAssemblageSyncerRestart(t *testing.T) {
 		delete(before, gone)
 	}
 	sameState(t, "after the restart", before, after, false)
+
+	// Restarted with nothing changed, it writes nothing: not at the edge, not even the status.
+	time.Sleep(5 * time.Second)
+	quiet := snapshot(t, ec, ids...)
+	for _, id := range []objectID{{configMaps, "many", "cm-00"}, {configMaps, "many", "cm-01"}} {
+		delete(quiet, id)
+	}
+	asmVersion := framework.GetAssemblage(t, af.mailbox, a.Name).ResourceVersion
+	af.syncer.Stop()
+	af.syncer.Restart()
+	framework.Eventually(t, converge, func() (bool, string) {
+		code, body, err := framework.Readyz(af.syncer.HTTPAddress)
+		return err == nil && code == 200, fmt.Sprintf("/readyz: %d %s %v", code, body, err)
+	})
+	time.Sleep(10 * time.Second)
+	sameState(t, "a restart without changes", quiet, snapshot(t, ec, ids...), false)
+	if got := framework.GetAssemblage(t, af.mailbox, a.Name); got.ResourceVersion != asmVersion {
+		t.Errorf("a restart without changes wrote the assemblage's status: resourceVersion %s, now %s; status %+v", asmVersion, got.ResourceVersion, got.Status)
+	}
 	if af.syncer.Exited() {
 		t.Errorf("edge-syncer exited")
 	}
@@ -572,7 +591,7 @@ func TestAssemblageUpgradeFromCopies(t *testing.T) {
 	legacy(configMaps, "ConfigMap", "app", "a")
 	legacy(configMaps, "ConfigMap", "app", "b")
 	// The mailbox as the previous release left it: a copy and the SyncerConfig's scope.
-	framework.KubectlApply(t, framework.KCP(t).ServerURL(f.Mailbox(t, pc.Name)), `apiVersion: v1
+	for _, o := range framework.Entries(t, `apiVersion: v1
 kind: Namespace
 metadata: {name: app}
 ---
@@ -587,8 +606,13 @@ metadata: {name: the-one}
 spec:
   namespaceScope:
     namespaces: [app]
-    resources: [{resource: configmaps, apiVersion: v1}]
-`).MustSucceed(t)
+    resources: [{group: "", resource: configmaps, apiVersion: v1}]
+`) {
+		framework.Eventually(t, converge, func() (bool, string) {
+			_, err := mailbox.Resource(o.GVR()).Namespace(o.Key().Namespace).Create(ctx, &unstructured.Unstructured{Object: o.Object}, metav1.CreateOptions{})
+			return err == nil, fmt.Sprintf("creating %s in the mailbox: %v", o.Key(), err)
+		})
+	}
 	ids := []objectID{{namespaces, "", "app"}, {configMaps, "app", "a"}, {configMaps, "app", "b"}}
 	before := snapshot(t, ec, ids...)
 

@@ -91,7 +91,7 @@ func TestCenterOutageWithAssemblages(t *testing.T) {
 	a, parts := framework.EncodeAssemblage(t, "2outage", "app", framework.Entries(t, workload))
 	a = framework.WriteAssemblage(t, mailbox, a, parts)
 	b, parts := framework.EncodeAssemblage(t, "2outage", "other", framework.Entries(t,
-		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other, namespace: app}\ndata: {x: y}\n"))
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other, namespace: app}\ndata: {x: \"y\"}\n"))
 	b = framework.WriteAssemblage(t, mailbox, b, parts)
 	framework.EventuallyAssemblage(t, mailbox, a.Name, applied(a.Spec.Version))
 	framework.EventuallyAssemblage(t, mailbox, b.Name, applied(b.Spec.Version))
