@@ -262,3 +262,47 @@ func TestQueueStatusCoalesces(t *testing.T) {
 		t.Errorf("the burst was queued %d more times, want once", n)
 	}
 }
+
+// TestSharedObjectsReported checks that an object one assemblage shares and another carries is
+// reported in both, with the carrier's state, and as pending while the carrier has not
+// delivered it.
+func TestSharedObjectsReported(t *testing.T) {
+	s := newTestSyncer(t)
+	shared := edgev1alpha1.SharedObject{Object: "configmaps/app/common", Assemblage: "ws.carrier"}
+	carrierAsm, _ := assemblageOf(t, "ws.carrier", []transport.Entry{plainConfigMap("app", "common", nil)})
+	sharerAsm, _ := assemblageOf(t, "ws.sharer", []transport.Entry{plainConfigMap("app", "own", nil)}, shared)
+	sharer := newAssemblageState("ws.sharer")
+	sharer.beginVersion(newPlan("ws.sharer", sharerAsm.Spec.Version, &transport.Document{Objects: []transport.Entry{plainConfigMap("app", "own", nil)}},
+		sharerAsm.Spec.Shared, testMarks), time.Now())
+	common := mustKey(t, "configmaps/app/common")
+	if _, carried := sharer.plan.byKey[common]; carried {
+		t.Fatalf("the sharer plans to apply the shared object")
+	}
+	s.states["ws.sharer"] = sharer
+
+	s.mu.Lock()
+	in, _ := s.statusInputsLocked(sharer, sharerAsm)
+	s.mu.Unlock()
+	if len(in.objects) != 2 || in.total != 1 {
+		t.Fatalf("the sharer reports %d objects (%d carried), want its own and the shared one", len(in.objects), in.total)
+	}
+	if o := in.objects[1].state; o.Object != "configmaps/app/common" || o.State != edgev1alpha1.ObjectPending || !strings.Contains(o.Reason, "ws.carrier") {
+		t.Errorf("the shared object before its carrier delivered it: %+v", o)
+	}
+
+	carrier := newAssemblageState("ws.carrier")
+	carrier.beginVersion(newPlan("ws.carrier", carrierAsm.Spec.Version, &transport.Document{Objects: []transport.Entry{plainConfigMap("app", "common", nil)}},
+		nil, testMarks), time.Now())
+	carrier.setResult(common, result{outcome: outcomeFailed, reason: "the edge cluster refused it: no"})
+	s.states["ws.carrier"] = carrier
+	s.mu.Lock()
+	in, _ = s.statusInputsLocked(sharer, sharerAsm)
+	s.mu.Unlock()
+	if o := in.objects[1].state; o.State != edgev1alpha1.ObjectFailed || o.Reason != "the edge cluster refused it: no" {
+		t.Errorf("the shared object as its carrier reports it: %+v", o)
+	}
+	status := buildStatus(in)
+	if status.Counts.Failed != 1 || status.Counts.Pending != 1 {
+		t.Errorf("counts %+v, want the shared object's failure counted", status.Counts)
+	}
+}

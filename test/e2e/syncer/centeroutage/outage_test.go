@@ -84,7 +84,8 @@ func applied(version string) func(a *edgev1alpha1.Assemblage) string {
 func TestCenterOutageWithAssemblages(t *testing.T) {
 	edge := framework.NewLogicalPCluster(t, "edge1")
 	f := framework.NewMailboxFleet(t, map[string]string{"edge1": "east"})
-	mailbox := framework.KCP(t).DynamicClient(t, f.Mailbox(t, "edge1"))
+	mbPath := f.Mailbox(t, "edge1")
+	mailbox := framework.KCP(t).DynamicClient(t, mbPath)
 	syncer := framework.StartSyncer(t, f.ESPW, f.IMW, "edge1", edge, "--heartbeat-interval", "5s")
 	ec := edge.DynamicClient(t)
 
@@ -123,6 +124,7 @@ func TestCenterOutageWithAssemblages(t *testing.T) {
 	if err := kcp.Restart(); err != nil {
 		t.Fatal(err)
 	}
+	mailbox = kcp.DynamicClient(t, mbPath) // kcp made new admin credentials
 	framework.Eventually(t, framework.Converge, func() (bool, string) {
 		code, body, err := framework.Readyz(syncer.HTTPAddress)
 		return err == nil && code == 200, fmt.Sprintf("/readyz: %d %s %v", code, body, err)
