@@ -2,7 +2,7 @@
 // mailbox workspace in kcp and keeps the edge cluster in step with it (see package syncer):
 //
 //	edge-syncer --from-kubeconfig <mailbox kubeconfig> [--to-kubeconfig <edge kubeconfig>] \
-//	  --sync-target-name N --sync-target-uid U [--qps Q --burst B]
+//	  --sync-target-name N --sync-target-uid U [--qps Q --burst B] [--heartbeat-interval D]
 //
 // kubectl edge prep-for-syncer prints the YAML that runs it in an edge cluster, or with
 // --kubeconfig-only the mailbox kubeconfig for running it as a local process. See
@@ -40,8 +40,9 @@ func main() {
 	burst := fs.Int("burst", syncer.DefaultMailboxBurst, "requests to the mailbox in a burst")
 	edgeQPS := fs.Float32("edge-qps", syncer.DefaultEdgeQPS, "requests per second to the edge cluster, sustained")
 	edgeBurst := fs.Int("edge-burst", syncer.DefaultEdgeBurst, "requests to the edge cluster in a burst")
-	workers := fs.Int("workers", 4, "objects applied at once")
-	statusCoalesce := fs.Duration("status-coalesce", 2*time.Second, "status changes of one object within this long make one write to the mailbox")
+	workers := fs.Int("workers", syncer.DefaultWorkers, "objects applied at once")
+	statusCoalesce := fs.Duration("status-coalesce", syncer.DefaultStatusCoalesce, "changes of one assemblage's reported state within this long make one status write to the mailbox")
+	heartbeatInterval := fs.Duration("heartbeat-interval", 0, "how often to renew the heartbeat Lease, overriding the fleet's interval in the SyncerConfig (default: the SyncerConfig's, else 30s)")
 	httpAddress := fs.String("http-address", ":8080", "address serving /healthz, /readyz and /metrics")
 	hostname, _ := os.Hostname()
 	identity := fs.String("identity", hostname, "this syncer's name in its heartbeat Lease")
@@ -59,6 +60,8 @@ func main() {
 		fail("--from-kubeconfig must name the mailbox kubeconfig (kubectl edge prep-for-syncer --kubeconfig-only prints it)")
 	case *name == "" || *uid == "":
 		fail("--sync-target-name and --sync-target-uid are required (kubectl edge prep-for-syncer prints them)")
+	case *heartbeatInterval < 0 || (*heartbeatInterval > 0 && *heartbeatInterval < time.Second):
+		fail("--heartbeat-interval %s: give at least 1s, or leave it out to take the fleet's interval from the SyncerConfig", *heartbeatInterval)
 	}
 	mailboxCfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
 		&clientcmd.ClientConfigLoadingRules{ExplicitPath: *from}, &clientcmd.ConfigOverrides{}).ClientConfig()
@@ -80,7 +83,7 @@ func main() {
 	s, err := syncer.New(syncer.Config{
 		Mailbox: mailboxCfg, Edge: edgeCfg,
 		SyncTargetName: *name, SyncTargetUID: *uid, Identity: *identity,
-		Workers: *workers, StatusCoalesce: *statusCoalesce,
+		Workers: *workers, StatusCoalesce: *statusCoalesce, HeartbeatInterval: *heartbeatInterval,
 	})
 	if err != nil {
 		fail("%v", err)
@@ -92,7 +95,7 @@ func main() {
 	if _, err := health.Serve(*httpAddress, s.Ready); err != nil {
 		fail("%v", err)
 	}
-	logger.Info("starting", "syncTarget", *name, "uid", *uid, "mailbox", mailboxCfg.Host, "edge", edgeCfg.Host)
+	logger.Info("starting", "version", syncer.Version, "syncTarget", *name, "uid", *uid, "mailbox", mailboxCfg.Host, "edge", edgeCfg.Host)
 	if err := s.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		logger.Error(err, "stopped")
 		os.Exit(1)

@@ -13,13 +13,14 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// heartbeat renews the heartbeat Lease in the mailbox every HeartbeatInterval, with a little
-// jitter, until ctx ends. A failed renewal is logged once per outage and tried again at the next
-// tick.
+// heartbeat renews the heartbeat Lease in the mailbox at the heartbeat interval (see
+// heartbeatInterval), with a little jitter, until ctx ends; a change of the interval takes effect
+// at once. A failed renewal is logged once per outage and tried again at the next tick.
 func (s *Syncer) heartbeat(ctx context.Context) {
 	logger := klog.FromContext(ctx)
-	wait.JitterUntilWithContext(ctx, func(ctx context.Context) {
-		err := s.renewLease(ctx)
+	for {
+		interval := s.heartbeatInterval()
+		err := s.renewLease(ctx, interval)
 		s.mu.Lock()
 		wasOK := s.heartbeatOK
 		s.heartbeatOK = err == nil
@@ -35,18 +36,28 @@ func (s *Syncer) heartbeat(ctx context.Context) {
 			metricHeartbeats.WithLabelValues("ok").Inc()
 			metricConnected.Set(1)
 			if !wasOK {
-				logger.Info("the heartbeat reaches the mailbox")
+				logger.Info("the heartbeat reaches the mailbox", "interval", interval.String())
 			}
 		}
-	}, s.cfg.HeartbeatInterval, 0.1, true)
+		timer := time.NewTimer(wait.Jitter(interval, 0.1))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-s.heartbeatSignal:
+			timer.Stop()
+			logger.Info("the heartbeat interval changed", "interval", s.heartbeatInterval().String())
+		case <-timer.C:
+		}
+	}
 }
 
 // renewLease renews the heartbeat Lease. It writes the Lease as it was last written, without
 // reading it first: one request per heartbeat, which at hundreds of syncers is most of what an
 // idle center serves. Only when that write fails (someone else wrote the Lease, or it is gone,
 // or there is none yet) does it read the Lease and write again.
-func (s *Syncer) renewLease(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.HeartbeatInterval)
+func (s *Syncer) renewLease(ctx context.Context, interval time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, interval)
 	defer cancel()
 	leases := s.mailboxKube.CoordinationV1().Leases(s.cfg.HeartbeatNamespace)
 	now := metav1.NewMicroTime(time.Now())
@@ -54,6 +65,7 @@ func (s *Syncer) renewLease(ctx context.Context) error {
 		lease := last.DeepCopy()
 		lease.Spec.HolderIdentity = ptr.To(s.cfg.Identity)
 		lease.Spec.RenewTime = &now
+		lease.Spec.LeaseDurationSeconds = leaseDuration(interval)
 		written, err := leases.Update(ctx, lease, metav1.UpdateOptions{})
 		if err == nil {
 			s.lastLease = written
@@ -70,7 +82,7 @@ func (s *Syncer) renewLease(ctx context.Context) error {
 			ObjectMeta: metav1.ObjectMeta{Name: s.cfg.HeartbeatLease, Namespace: s.cfg.HeartbeatNamespace},
 			Spec: coordinationv1.LeaseSpec{
 				HolderIdentity:       ptr.To(s.cfg.Identity),
-				LeaseDurationSeconds: ptr.To(int32(4 * s.cfg.HeartbeatInterval / time.Second)),
+				LeaseDurationSeconds: leaseDuration(interval),
 				AcquireTime:          &now,
 				RenewTime:            &now,
 			},
@@ -78,6 +90,7 @@ func (s *Syncer) renewLease(ctx context.Context) error {
 	} else if err == nil {
 		lease.Spec.HolderIdentity = ptr.To(s.cfg.Identity)
 		lease.Spec.RenewTime = &now
+		lease.Spec.LeaseDurationSeconds = leaseDuration(interval)
 		lease, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
 	}
 	if err != nil {
@@ -85,4 +98,9 @@ func (s *Syncer) renewLease(ctx context.Context) error {
 	}
 	s.lastLease = lease
 	return nil
+}
+
+// leaseDuration is the Lease's leaseDurationSeconds for a heartbeat interval: four intervals.
+func leaseDuration(interval time.Duration) *int32 {
+	return ptr.To(int32(4 * interval / time.Second))
 }

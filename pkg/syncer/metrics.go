@@ -15,7 +15,7 @@ var (
 	}, []string{"result"})
 	metricDeletes = metrics.NewCounter(&metrics.CounterOpts{
 		Namespace: "edge_syncer", Name: "deletes_total",
-		Help:           "Objects deleted at the edge because their copy left the mailbox.",
+		Help:           "Objects deleted at the edge because they left their assemblage, or their assemblage left the mailbox.",
 		StabilityLevel: metrics.ALPHA,
 	})
 	metricDriftRepairs = metrics.NewCounter(&metrics.CounterOpts{
@@ -25,9 +25,14 @@ var (
 	})
 	metricStatusWrites = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "edge_syncer", Name: "status_writes_total",
-		Help:           "Writes of edge status into mailbox copies, by result.",
+		Help:           "Writes of assemblages' status into the mailbox, by result (written, error).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"result"})
+	metricRefusals = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "edge_syncer", Name: "assemblages_refused_total",
+		Help:           "Versions of assemblages the syncer could not read, by reason (UnknownFormat, Corrupt, PartsMissing); the edge kept the last good version.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"reason"})
 	metricUpsyncWrites = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "edge_syncer", Name: "upsync_writes_total",
 		Help:           "Up-synced objects written into or deleted from the mailbox, by operation.",
@@ -50,6 +55,6 @@ var registerOnce sync.Once
 func init() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(metricApplies, metricDeletes, metricDriftRepairs, metricStatusWrites,
-			metricUpsyncWrites, metricHeartbeats, metricConnected)
+			metricRefusals, metricUpsyncWrites, metricHeartbeats, metricConnected)
 	})
 }

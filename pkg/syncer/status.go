@@ -6,207 +6,439 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"sort"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
+
+	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
-// ConditionEdgeApplied is the condition the syncer adds to a mailbox copy's status.conditions
-// while the edge cluster refuses the object; its message says why.
-const ConditionEdgeApplied = "EdgeApplied"
-
-// statusless are the resources whose status the syncer does not copy back: a Namespace's or a
-// CRD's status at the edge says nothing about the workload.
+// statusless are the resources whose .status the syncer does not report: a Namespace's or a
+// CRD's status at the edge says nothing about the workload (their state is reported).
 var statusless = map[string]bool{"namespaces": true, "customresourcedefinitions": true}
 
-// syncStatus writes the status of a copy's edge object into the copy's status, when the mailbox
-// serves the copy's status subresource and the two differ. Calls are coalesced by the status
-// queue (one write per object per StatusCoalesce at most) and rate-limited by the mailbox
-// client.
-func (s *Syncer) syncStatus(ctx context.Context, src sourceKey) (time.Duration, error) {
-	s.refreshHasStatus(src.groupResource())
-	s.mu.Lock()
-	w := s.downsync[src.groupResource()]
-	ref, hasTarget := s.targets[src]
-	errMsg := s.objectErrors[src]
-	var copyObj *unstructured.Unstructured
-	if w != nil && w.hasStatus && !statusless[src.Resource] {
-		if obj, exists, _ := w.run.informer.GetStore().GetByKey(cacheKey(src.Namespace, src.Name)); exists {
-			copyObj = asUnstructured(obj)
+// queueStatus queues a status write of the assemblage, and of those sharing objects it carries:
+// at once when the last write is older than StatusCoalesce, else when that much time has passed
+// since it.
+func (s *Syncer) queueStatus(name string) {
+	s.queueStatusOf(name)
+	for _, sharer := range s.sharingFrom(name) {
+		if sharer != name {
+			s.queueStatusOf(sharer)
 		}
 	}
-	var run *informerRun
-	if hasTarget {
-		run = s.edgeWatches[ref.GVR]
+}
+
+func (s *Syncer) queueStatusOf(name string) {
+	s.mu.Lock()
+	var last time.Time
+	if st := s.states[name]; st != nil {
+		last = st.writtenAt
 	}
 	s.mu.Unlock()
-	if copyObj == nil {
+	if wait := s.cfg.StatusCoalesce - time.Since(last); wait > 0 {
+		s.statusQueue.AddAfter(name, wait)
+		return
+	}
+	s.statusQueue.Add(name)
+}
+
+// writeStatus writes an assemblage's status as the syncer knows it, unless nothing but
+// reportTime would change, at most once per StatusCoalesce.
+func (s *Syncer) writeStatus(ctx context.Context, name string) (time.Duration, error) {
+	a := s.cachedAssemblage(name)
+	if a == nil {
 		return 0, nil
 	}
-	var edgeStatus map[string]any
-	if run != nil {
-		if !run.informer.HasSynced() {
-			return time.Second, nil
+	s.mu.Lock()
+	st := s.states[name]
+	if st == nil || (st.plan == nil && st.refusal == nil) {
+		s.mu.Unlock()
+		return 0, nil // nothing known to report yet
+	}
+	if st.plan != nil && st.passed != st.plan.version && (st.refusal == nil || st.refusedVersion != a.Spec.Version) {
+		s.mu.Unlock()
+		return 0, nil // queued again when the first pass of applying this version ends
+	}
+	if wait := s.cfg.StatusCoalesce - time.Since(st.writtenAt); wait > 0 {
+		s.mu.Unlock()
+		return wait, nil
+	}
+	in, unlisted := s.statusInputsLocked(st, a)
+	written, passedAt := st.written, st.passedAt
+	s.mu.Unlock()
+	if unlisted && time.Since(passedAt) < edgeListWait {
+		// The state of objects whose edge watch has not listed yet is not known: reported
+		// now, it would say less than the last status did.
+		return edgeListRecheck, nil
+	}
+
+	status := buildStatus(in)
+	if written != nil && statusEqual(&status, written) {
+		return 0, nil
+	}
+	now := metav1.Now()
+	status.ReportTime = &now
+	if err := s.mailboxEdge.applyStatus(ctx, assemblagesResource, "Assemblage", name, &status); err != nil {
+		if apierrors.IsNotFound(err) {
+			return 0, nil
 		}
-		if obj, exists, _ := run.informer.GetStore().GetByKey(cacheKey(ref.Namespace, ref.Name)); exists {
-			edgeObj := asUnstructured(obj)
-			edgeStatus, _, _ = unstructured.NestedMap(edgeObj.Object, "status")
-			s.translateObservedGeneration(edgeStatus, edgeObj, copyObj, src)
-		}
-	}
-	want := mailboxStatus(edgeStatus, errMsg)
-	have, _, _ := unstructured.NestedMap(copyObj.Object, "status")
-	if reflect.DeepEqual(normalizeJSON(have), normalizeJSON(want)) {
-		return 0, nil
-	}
-	err := s.applyStatus(ctx, w.gvr, copyObj.GetKind(), src.Namespace, src.Name, want)
-	if apierrors.IsNotFound(err) {
-		return 0, nil
-	}
-	if err != nil {
 		metricStatusWrites.WithLabelValues("error").Inc()
-		return 0, fmt.Errorf("writing the status of %s into the mailbox: %w", src, err)
+		return 0, fmt.Errorf("writing the status of assemblage %s: %w", name, err)
 	}
 	metricStatusWrites.WithLabelValues("written").Inc()
 	s.mu.Lock()
-	s.statusWritten[src] = time.Now()
+	st.written, st.writtenAt = &status, time.Now()
 	s.mu.Unlock()
-	klog.FromContext(ctx).V(2).Info("wrote status into the mailbox", "copy", src.String())
+	klog.FromContext(ctx).V(2).Info("wrote the status of an assemblage", "assemblage", name,
+		"observedVersion", status.ObservedVersion, "appliedVersion", status.AppliedVersion,
+		"pending", status.Counts.Pending, "applied", status.Counts.Applied, "ready", status.Counts.Ready, "failed", status.Counts.Failed)
 	return 0, nil
 }
 
-// queueStatus queues a status write of the copy src: at once when its status was not written
-// within the last StatusCoalesce, else when that much time has passed since the last write.
-func (s *Syncer) queueStatus(src sourceKey) {
-	s.mu.Lock()
-	last, ok := s.statusWritten[src]
-	s.mu.Unlock()
-	if wait := s.cfg.StatusCoalesce - time.Since(last); ok && wait > 0 {
-		s.statusQueue.AddAfter(src, wait)
-		return
-	}
-	s.statusQueue.Add(src)
+// statusInputs is what an assemblage's status is built from.
+type statusInputs struct {
+	// version and generation are the assemblage's spec.version and metadata.generation.
+	version    string
+	generation int64
+	// observedVersion is the version of the plan the objects are of ("" if none was read).
+	observedVersion string
+	appliedVersion  string
+	// total is the number of objects the observed version carries (without those shared).
+	total int
+	// objects are the objects of the observed version, those carried then those shared.
+	objects []reported
+	// refusal says why version cannot be read, if it cannot.
+	refusal *transport.RefusedError
+	// previous are the conditions as last written, for their transition times.
+	previous []metav1.Condition
+	now      time.Time
+	budget   int
 }
 
-// translateObservedGeneration rewrites status.observedGeneration, which counts the edge object's
-// generations, into the copy's: the copy's generation when the edge object holds what the copy
-// says and its controller has observed that, else one less. Readiness computed on the copy
-// (kstatus compares observedGeneration with metadata.generation) then means what it means at the
-// edge.
-func (s *Syncer) translateObservedGeneration(status map[string]any, edgeObj, copyObj *unstructured.Unstructured, src sourceKey) {
-	observed, found, err := unstructured.NestedInt64(status, "observedGeneration")
-	if !found || err != nil {
-		return
-	}
-	current := observed >= edgeObj.GetGeneration()
-	if current && !isCreateOnly(copyObj) {
-		desired, _, err := edgeForm(copyObj, src, s.own)
-		current = err == nil && desired.GetAnnotations()[s.own.hashAnnotation] == edgeObj.GetAnnotations()[s.own.hashAnnotation]
-	}
-	generation := copyObj.GetGeneration()
-	if !current {
-		generation--
-	}
-	status["observedGeneration"] = generation
+// reported is one object's state with its .status at the edge, which goes into the assemblage's
+// status while the budget allows.
+type reported struct {
+	state  edgev1alpha1.ObjectState
+	status map[string]any
+	// failedToApply: the edge refused it (not: kstatus says Failed).
+	failedToApply bool
 }
 
-// statusRecheck is how often the syncer looks again whether the mailbox serves the status of a
-// resource whose status it found not served.
-const statusRecheck = 10 * time.Second
+// edgeListWait bounds how long a status write waits for the edge watches of its objects to list;
+// edgeListRecheck is how often it looks whether they have.
+const (
+	edgeListWait    = 15 * time.Second
+	edgeListRecheck = 500 * time.Millisecond
+)
 
-// refreshHasStatus finds out again, at most every statusRecheck, whether the mailbox serves the
-// status subresource of a resource that it did not serve when last looked at.
-func (s *Syncer) refreshHasStatus(gr schema.GroupResource) {
-	s.mu.Lock()
-	w := s.downsync[gr]
-	if w == nil || w.hasStatus || time.Since(w.statusChecked) < statusRecheck {
-		s.mu.Unlock()
-		return
+// statusInputsLocked gathers what the status of assemblage a is built from, and says whether the
+// edge watch of some applied object has not listed yet; s.mu is held.
+func (s *Syncer) statusInputsLocked(st *assemblageState, a *edgev1alpha1.Assemblage) (in statusInputs, unlisted bool) {
+	in = statusInputs{
+		version: a.Spec.Version, generation: a.Generation, appliedVersion: st.appliedVersion,
+		now: time.Now(), budget: s.cfg.StatusBudget,
 	}
-	w.statusChecked = time.Now()
-	gv := w.gvr.GroupVersion()
-	s.mu.Unlock()
-	list, err := s.mailboxDiscovery.ServerResourcesForGroupVersion(gv.String())
-	if err != nil {
-		return
+	if st.written != nil {
+		in.previous = st.written.Conditions
 	}
-	for _, r := range list.APIResources {
-		if r.Name == gr.Resource+"/status" {
-			s.mu.Lock()
-			w.hasStatus = true
-			s.mu.Unlock()
+	if st.refusal != nil && st.refusedVersion == a.Spec.Version {
+		in.refusal = st.refusal
+	}
+	if st.plan == nil {
+		return in, false
+	}
+	in.observedVersion = st.plan.version
+	in.total = len(st.plan.objects)
+	for _, d := range st.plan.objects {
+		r, known := s.reportLocked(st, d)
+		in.objects = append(in.objects, r)
+		unlisted = unlisted || !known
+	}
+	for _, key := range st.plan.sharedOrder {
+		carrier := st.plan.shared[key]
+		cst := s.states[carrier]
+		var d *desired
+		if cst != nil && cst.plan != nil {
+			d = cst.plan.byKey[key]
+		}
+		if d == nil {
+			in.objects = append(in.objects, reported{state: edgev1alpha1.ObjectState{
+				Object: key.String(), State: edgev1alpha1.ObjectPending,
+				Reason: fmt.Sprintf("carried by assemblage %s, which has not delivered it yet", carrier),
+			}})
+			continue
+		}
+		r, _ := s.reportLocked(cst, d)
+		in.objects = append(in.objects, r)
+	}
+	return in, unlisted
+}
+
+// reportLocked is the reported state of the object d of st's plan, and whether what the edge has
+// of it is known (false when it is applied but its edge watch has not listed yet); s.mu is held.
+func (s *Syncer) reportLocked(st *assemblageState, d *desired) (reported, bool) {
+	var live *unstructured.Unstructured
+	known := false
+	if d.obj != nil {
+		if run := s.edgeWatches[d.ref.GVR]; run != nil && run.informer.HasSynced() {
+			known = true
+			if obj, exists, _ := run.informer.GetStore().GetByKey(cacheKey(d.ref.Namespace, d.ref.Name)); exists {
+				live = asUnstructured(obj)
+			}
 		}
 	}
+	var createdAt *metav1.Time
+	if t, ok := st.createdAt[d.key]; ok && d.createOnly {
+		createdAt = &t
+	}
+	r := st.results[d.key]
+	return objectReport(d, r, live, known, createdAt), known || r == nil || r.outcome != outcomeApplied || d.obj == nil
 }
 
-// applyStatus server-side-applies status to the status subresource of a mailbox object.
-func (s *Syncer) applyStatus(ctx context.Context, gvr schema.GroupVersionResource, kind, namespace, name string, status map[string]any) error {
-	metadata := map[string]any{"name": name}
-	if namespace != "" {
-		metadata["namespace"] = namespace
-	}
-	data, err := json.Marshal(map[string]any{
-		"apiVersion": gvr.GroupVersion().String(),
-		"kind":       kind,
-		"metadata":   metadata,
-		"status":     status,
-	})
-	if err != nil {
-		return err
-	}
-	force := true
-	_, err = s.mailbox.Resource(gvr).Namespace(namespace).Patch(ctx, name, types.ApplyPatchType, data,
-		metav1.PatchOptions{FieldManager: FieldManager, Force: &force}, "status")
-	return err
-}
-
-// mailboxStatus is the status a mailbox copy should have: that of its edge object, plus, while the
-// edge refuses the object, an EdgeApplied condition saying why.
-func mailboxStatus(edgeStatus map[string]any, errMsg string) map[string]any {
-	out := map[string]any{}
-	for k, v := range edgeStatus {
-		out[k] = v
-	}
-	if errMsg == "" {
+// objectReport is the reported state of the object d: from the outcome r of applying it and,
+// once applied, kstatus on the edge object live (if known: the edge watch has listed).
+func objectReport(d *desired, r *result, live *unstructured.Unstructured, known bool, createdAt *metav1.Time) reported {
+	out := reported{state: edgev1alpha1.ObjectState{Object: d.key.String(), CreatedAt: createdAt}}
+	os := &out.state
+	switch {
+	case r == nil:
+		os.State, os.Reason = edgev1alpha1.ObjectPending, "not applied yet"
+		return out
+	case r.outcome == outcomeFailed:
+		os.State, os.Reason, os.UID = edgev1alpha1.ObjectFailed, r.reason, r.uid
+		out.failedToApply = true
+		return out
+	case r.outcome == outcomePending:
+		os.State, os.Reason = edgev1alpha1.ObjectPending, r.reason
+		return out
+	case r.outcome == outcomeCreatedOnce:
+		os.State, os.Reason = edgev1alpha1.ObjectApplied, r.reason
 		return out
 	}
-	var conditions []any
-	if list, ok := out["conditions"].([]any); ok {
-		for _, c := range list {
-			if m, ok := c.(map[string]any); ok && m["type"] == ConditionEdgeApplied {
-				continue
-			}
-			conditions = append(conditions, c)
-		}
+	os.State, os.UID, os.Reason = edgev1alpha1.ObjectApplied, r.uid, r.reason
+	if !known {
+		return out
 	}
-	conditions = append(conditions, map[string]any{
-		"type":    ConditionEdgeApplied,
-		"status":  "False",
-		"reason":  "EdgeRefused",
-		"message": errMsg,
-	})
-	out["conditions"] = conditions
+	if live == nil {
+		os.UID = ""
+		switch {
+		case d.createOnly && r.reason != "":
+			os.Reason = r.reason
+			return out
+		case d.createOnly && createdAt != nil:
+			os.Reason = createdOnceReason(*createdAt)
+			return out
+		}
+		os.State, os.Reason, os.UID = edgev1alpha1.ObjectPending, "deleted at the edge; being put back", ""
+		return out
+	}
+	os.UID = live.GetUID()
+	res, err := kstatus.Compute(live)
+	switch {
+	case err != nil:
+		os.Reason = "its status cannot be read: " + err.Error()
+	case res.Status == kstatus.CurrentStatus:
+		os.State, os.Reason = edgev1alpha1.ObjectReady, ""
+	case res.Status == kstatus.FailedStatus:
+		os.State, os.Reason = edgev1alpha1.ObjectFailed, res.Message
+	default:
+		os.Reason = res.Message
+	}
+	if !statusless[d.ref.GVR.Resource] {
+		out.status, _, _ = unstructured.NestedMap(live.Object, "status")
+	}
 	return out
 }
 
-// normalizeJSON returns v after a JSON round trip, numbers kept as their text, so that numbers of
-// different Go types but equal value compare equal, and large integers stay exact.
-func normalizeJSON(v map[string]any) any {
-	if len(v) == 0 {
-		return nil
+// buildStatus builds an assemblage's status (without reportTime) from what the syncer knows.
+func buildStatus(in statusInputs) edgev1alpha1.AssemblageStatus {
+	status := edgev1alpha1.AssemblageStatus{
+		ObservedVersion: in.observedVersion,
+		AppliedVersion:  in.appliedVersion,
 	}
-	data, err := json.Marshal(v)
+	var firstFailed, firstPending, firstNotReady *edgev1alpha1.ObjectState
+	failedToApply := 0
+	for i := range in.objects {
+		o := &in.objects[i].state
+		switch o.State {
+		case edgev1alpha1.ObjectPending:
+			status.Counts.Pending++
+			if firstPending == nil {
+				firstPending = o
+			}
+		case edgev1alpha1.ObjectApplied:
+			status.Counts.Applied++
+			if firstNotReady == nil {
+				firstNotReady = o
+			}
+		case edgev1alpha1.ObjectReady:
+			status.Counts.Ready++
+		case edgev1alpha1.ObjectFailed:
+			status.Counts.Failed++
+			if firstFailed == nil {
+				firstFailed = o
+			}
+		}
+		if in.objects[i].failedToApply && i < in.total {
+			failedToApply++
+		}
+	}
+	status.Conditions = assemblageConditions(in, status.Counts, failedToApply, firstFailed, firstPending, firstNotReady)
+	status.StatusOmitted = fitBudget(&status, in.objects, in.budget)
+	return status
+}
+
+// assemblageConditions sets the conditions Refused, Applied and Ready on a copy of the previous
+// ones, keeping the transition times of those that did not change.
+func assemblageConditions(in statusInputs, counts edgev1alpha1.ObjectCounts, failedToApply int, firstFailed, firstPending, firstNotReady *edgev1alpha1.ObjectState) []metav1.Condition {
+	conditions := make([]metav1.Condition, len(in.previous))
+	copy(conditions, in.previous)
+	set := func(typ string, ok bool, reason, message string) {
+		status := metav1.ConditionFalse
+		if ok {
+			status = metav1.ConditionTrue
+		}
+		meta.SetStatusCondition(&conditions, metav1.Condition{
+			Type: typ, Status: status, Reason: reason, Message: message,
+			ObservedGeneration: in.generation, LastTransitionTime: metav1.NewTime(in.now),
+		})
+	}
+	kept := "nothing of it is applied at the edge yet"
+	if in.observedVersion != "" {
+		kept = "the edge keeps version " + in.observedVersion
+	}
+	total := len(in.objects)
+	applied := in.appliedVersion != "" && in.appliedVersion == in.version
+
+	if r := in.refusal; r != nil {
+		set(edgev1alpha1.AssemblageRefused, true, r.Reason, r.Message+"; "+kept)
+		set(edgev1alpha1.AssemblageApplied, false, r.Reason, fmt.Sprintf("version %s cannot be read; %s", in.version, kept))
+	} else {
+		set(edgev1alpha1.AssemblageRefused, false, edgev1alpha1.ReasonReadable, fmt.Sprintf("version %s is readable", in.version))
+		switch {
+		case applied:
+			set(edgev1alpha1.AssemblageApplied, true, edgev1alpha1.ReasonVersionApplied,
+				fmt.Sprintf("version %s is applied at the edge: %d objects", in.version, in.total))
+		case failedToApply > 0 && counts.Pending == 0:
+			set(edgev1alpha1.AssemblageApplied, false, edgev1alpha1.ReasonObjectsFailed,
+				fmt.Sprintf("%d of the %d objects of version %s failed at the edge; first %s", failedToApply, in.total, in.version, describe(firstFailed)))
+		default:
+			msg := fmt.Sprintf("applying version %s at the edge: %d of %d objects pending", in.version, counts.Pending, total)
+			if firstPending != nil {
+				msg += "; first " + describe(firstPending)
+			}
+			set(edgev1alpha1.AssemblageApplied, false, edgev1alpha1.ReasonApplying, msg)
+		}
+	}
+
+	switch {
+	case in.refusal != nil:
+		set(edgev1alpha1.AssemblageReady, false, in.refusal.Reason, fmt.Sprintf("version %s cannot be read; %s", in.version, kept))
+	case counts.Failed > 0:
+		set(edgev1alpha1.AssemblageReady, false, edgev1alpha1.ReasonObjectsFailed,
+			fmt.Sprintf("%d of %d objects failed at the edge; first %s", counts.Failed, total, describe(firstFailed)))
+	case !applied:
+		set(edgev1alpha1.AssemblageReady, false, edgev1alpha1.ReasonApplying, fmt.Sprintf("version %s is being applied at the edge", in.version))
+	case int(counts.Ready) == total:
+		set(edgev1alpha1.AssemblageReady, true, edgev1alpha1.ReasonAllObjectsReady, fmt.Sprintf("all %d objects are ready at the edge", total))
+	default:
+		msg := fmt.Sprintf("%d of %d objects are not ready at the edge", total-int(counts.Ready), total)
+		if o := firstOf(firstNotReady, firstPending); o != nil {
+			msg += "; first " + describe(o)
+		}
+		set(edgev1alpha1.AssemblageReady, false, edgev1alpha1.ReasonObjectsNotReady, msg)
+	}
+	return conditions
+}
+
+func firstOf(states ...*edgev1alpha1.ObjectState) *edgev1alpha1.ObjectState {
+	for _, s := range states {
+		if s != nil {
+			return s
+		}
+	}
+	return nil
+}
+
+func describe(o *edgev1alpha1.ObjectState) string {
+	if o == nil {
+		return "none"
+	}
+	if o.Reason == "" {
+		return o.Object
+	}
+	return o.Object + ": " + o.Reason
+}
+
+// fitBudget lists objects in status, with their .status while the whole status stays within
+// budget bytes of JSON: failed objects first, then pending, then not ready, then ready, each in
+// their order. It returns whether some status was left out.
+func fitBudget(status *edgev1alpha1.AssemblageStatus, objects []reported, budget int) (omitted bool) {
+	status.Objects = make([]edgev1alpha1.ObjectState, len(objects))
+	for i := range objects {
+		status.Objects[i] = objects[i].state
+	}
+	if len(objects) == 0 {
+		status.Objects = nil
+		return false
+	}
+	base, err := json.Marshal(status)
 	if err != nil {
-		return v
+		return true
 	}
-	var out any
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	_ = dec.Decode(&out)
-	return out
+	size := len(base) + len(`,"statusOmitted":true`)
+	order := make([]int, 0, len(objects))
+	for i := range objects {
+		if len(objects[i].status) > 0 {
+			order = append(order, i)
+		}
+	}
+	rank := map[string]int{edgev1alpha1.ObjectFailed: 0, edgev1alpha1.ObjectPending: 1, edgev1alpha1.ObjectApplied: 2, edgev1alpha1.ObjectReady: 3}
+	sort.SliceStable(order, func(a, b int) bool {
+		return rank[objects[order[a]].state.State] < rank[objects[order[b]].state.State]
+	})
+	for _, i := range order {
+		raw, err := json.Marshal(objects[i].status)
+		if err != nil {
+			omitted = true
+			continue
+		}
+		cost := len(raw) + len(`,"status":`)
+		if size+cost > budget {
+			omitted = true
+			continue
+		}
+		size += cost
+		status.Objects[i].Status = &runtime.RawExtension{Raw: raw}
+	}
+	return omitted
+}
+
+// statusEqual says whether two statuses are equal but for reportTime, as JSON.
+func statusEqual(a, b *edgev1alpha1.AssemblageStatus) bool {
+	norm := func(s *edgev1alpha1.AssemblageStatus) any {
+		c := s.DeepCopy()
+		c.ReportTime = nil
+		data, err := json.Marshal(c)
+		if err != nil {
+			return nil
+		}
+		var out any
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.UseNumber()
+		if err := dec.Decode(&out); err != nil {
+			return nil
+		}
+		return out
+	}
+	return reflect.DeepEqual(norm(a), norm(b))
 }

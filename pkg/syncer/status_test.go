@@ -1,265 +1,295 @@
 package syncer
 
 import (
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"reflect"
+	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
-func condition(typ, status, reason, message string) map[string]any {
-	c := map[string]any{"type": typ, "status": status}
-	if reason != "" {
-		c["reason"] = reason
+// deploymentAtEdge is the Deployment d as a Kubernetes edge holds it, with the status given.
+func deploymentAtEdge(d *desired, generation int64, status map[string]any) *unstructured.Unstructured {
+	l := atEdge(d, "created")
+	l.SetGeneration(generation)
+	if status != nil {
+		l.Object["status"] = status
 	}
-	if message != "" {
-		c["message"] = message
-	}
-	return c
+	return l
 }
 
-func TestMailboxStatus(t *testing.T) {
-	const msg = `the edge cluster refused deployments.apps web/frontend: Deployment.apps "frontend" is invalid`
-	refused := condition("EdgeApplied", "False", "EdgeRefused", msg)
-	available := condition("Available", "True", "MinimumReplicasAvailable", "")
-	progressing := condition("Progressing", "True", "NewReplicaSetAvailable", "")
+func readyDeploymentStatus(generation int64) map[string]any {
+	return map[string]any{
+		"observedGeneration": generation, "replicas": int64(2), "updatedReplicas": int64(2),
+		"readyReplicas": int64(2), "availableReplicas": int64(2),
+		"conditions": []any{
+			map[string]any{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"},
+			map[string]any{"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable"},
+		},
+	}
+}
 
+func TestObjectReport(t *testing.T) {
+	dep := planned(t, deploymentEntry("app", "web"))
+	cm := planned(t, plainConfigMap("app", "cm", nil))
+	ns := planned(t, namespaceEntry("app"))
+	once := planned(t, plainConfigMap("app", "once", map[string]any{"edge.kcp.io/create-only": "true"}))
+	created := metav1.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC)
+	applied := &result{outcome: outcomeApplied, uid: "applied-uid"}
 	cases := []struct {
-		name   string
-		edge   map[string]any
-		errMsg string
-		want   map[string]any
+		name       string
+		d          *desired
+		r          *result
+		live       *unstructured.Unstructured
+		known      bool
+		createdAt  *metav1.Time
+		state      string
+		reasonPart string
+		uid        string
+		withStatus bool
 	}{
-		{
-			name: "no error, nil edge status",
-			edge: nil,
-			want: map[string]any{},
-		},
-		{
-			name: "no error",
-			edge: map[string]any{"replicas": int64(2), "conditions": []any{available}},
-			want: map[string]any{"replicas": int64(2), "conditions": []any{available}},
-		},
-		{
-			name:   "error, nil edge status",
-			edge:   nil,
-			errMsg: msg,
-			want:   map[string]any{"conditions": []any{refused}},
-		},
-		{
-			name:   "error, edge status without conditions",
-			edge:   map[string]any{"replicas": int64(2)},
-			errMsg: msg,
-			want:   map[string]any{"replicas": int64(2), "conditions": []any{refused}},
-		},
-		{
-			name:   "error, edge conditions kept",
-			edge:   map[string]any{"replicas": int64(2), "conditions": []any{available, progressing}},
-			errMsg: msg,
-			want:   map[string]any{"replicas": int64(2), "conditions": []any{available, progressing, refused}},
-		},
-		{
-			name: "error replaces an EdgeApplied condition",
-			edge: map[string]any{"conditions": []any{
-				available,
-				condition("EdgeApplied", "False", "EdgeRefused", "an older reason"),
-				progressing,
-			}},
-			errMsg: msg,
-			want:   map[string]any{"conditions": []any{available, progressing, refused}},
-		},
+		{"not tried yet", dep, nil, nil, true, nil, edgev1alpha1.ObjectPending, "not applied yet", "", false},
+		{"waiting", dep, &result{outcome: outcomePending, reason: "waiting for namespace app at the edge"}, nil, true, nil,
+			edgev1alpha1.ObjectPending, "namespace app", "", false},
+		{"refused", dep, &result{outcome: outcomeFailed, reason: "the edge cluster refused it: invalid selector"}, nil, true, nil,
+			edgev1alpha1.ObjectFailed, "invalid selector", "", false},
+		{"ready by kstatus", dep, applied, deploymentAtEdge(dep, 2, readyDeploymentStatus(2)), true, nil, edgev1alpha1.ObjectReady, "", "edge-uid", true},
+		{"rolling out by kstatus", dep, applied, deploymentAtEdge(dep, 3, readyDeploymentStatus(2)), true, nil,
+			edgev1alpha1.ObjectApplied, "observed generation", "edge-uid", true},
+		{"no status yet", dep, applied, deploymentAtEdge(dep, 1, nil), true, nil, edgev1alpha1.ObjectApplied, "", "edge-uid", false},
+		{"a ConfigMap is ready once there", cm, applied, atEdge(cm, "created"), true, nil, edgev1alpha1.ObjectReady, "", "edge-uid", false},
+		{"a Namespace's status is not reported", ns, applied, func() *unstructured.Unstructured {
+			l := atEdge(ns, "created")
+			l.Object["status"] = map[string]any{"phase": "Active"}
+			return l
+		}(), true, nil, edgev1alpha1.ObjectReady, "", "edge-uid", false},
+		{"edge watch not listed yet", dep, applied, nil, false, nil, edgev1alpha1.ObjectApplied, "", "applied-uid", false},
+		{"deleted at the edge", dep, applied, nil, true, nil, edgev1alpha1.ObjectPending, "being put back", "", false},
+		{"create-only created once", once, &result{outcome: outcomeCreatedOnce, reason: createdOnceReason(created)}, nil, true, &created,
+			edgev1alpha1.ObjectApplied, "not created again", "", false},
+		{"create-only deleted since it was applied in this run", once, applied, nil, true, &created,
+			edgev1alpha1.ObjectApplied, "not created again", "", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var before map[string]any
-			if c.edge != nil {
-				before = runtime.DeepCopyJSON(c.edge)
+			got := objectReport(c.d, c.r, c.live, c.known, c.createdAt)
+			s := got.state
+			if s.Object != c.d.key.String() || s.State != c.state || !strings.Contains(s.Reason, c.reasonPart) || string(s.UID) != c.uid {
+				t.Errorf("objectReport = %+v, want state %s, reason with %q, uid %q", s, c.state, c.reasonPart, c.uid)
 			}
-			got := mailboxStatus(c.edge, c.errMsg)
-			if got == nil {
-				t.Fatal("mailboxStatus returned nil")
+			if c.reasonPart == "" && s.State == edgev1alpha1.ObjectReady && s.Reason != "" {
+				t.Errorf("a ready object has the reason %q", s.Reason)
 			}
-			if c.edge != nil && !reflect.DeepEqual(c.edge, before) {
-				t.Errorf("mailboxStatus modified the edge status: %v, was %v", c.edge, before)
+			if (len(got.status) > 0) != c.withStatus {
+				t.Errorf("status reported: %v, want %v", got.status, c.withStatus)
 			}
-			if c.errMsg != "" {
-				// Exactly one EdgeApplied condition, and it says why.
-				conditions, _ := got["conditions"].([]any)
-				n := 0
-				for _, cond := range conditions {
-					if m, ok := cond.(map[string]any); ok && m["type"] == ConditionEdgeApplied {
-						n++
-						if !reflect.DeepEqual(m, refused) {
-							t.Errorf("EdgeApplied condition = %v, want %v", m, refused)
-						}
-					}
+			if c.createdAt != nil && (s.CreatedAt == nil || !s.CreatedAt.Equal(c.createdAt)) {
+				t.Errorf("createdAt = %v, want %v", s.CreatedAt, c.createdAt)
+			}
+		})
+	}
+}
+
+func rep(key, state, reason string, status map[string]any) reported {
+	return reported{state: edgev1alpha1.ObjectState{Object: key, State: state, Reason: reason}, status: status,
+		failedToApply: state == edgev1alpha1.ObjectFailed && strings.HasPrefix(reason, "the edge cluster refused")}
+}
+
+func conditionOf(t *testing.T, s edgev1alpha1.AssemblageStatus, typ string) metav1.Condition {
+	t.Helper()
+	c := meta.FindStatusCondition(s.Conditions, typ)
+	if c == nil {
+		t.Fatalf("no condition %s in %+v", typ, s.Conditions)
+	}
+	return *c
+}
+
+func TestBuildStatusConditions(t *testing.T) {
+	now := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	base := func(objects ...reported) statusInputs {
+		return statusInputs{version: "v2", generation: 4, observedVersion: "v2", total: len(objects), objects: objects, now: now, budget: StatusBudget}
+	}
+	type want struct {
+		applied, ready, refused                   metav1.ConditionStatus
+		appliedReason, readyReason, refusedReason string
+		messagePart                               string // of Applied's or Ready's message
+	}
+	cases := []struct {
+		name string
+		in   statusInputs
+		want want
+	}{
+		{"all ready", func() statusInputs {
+			in := base(rep("configmaps/a/x", "Ready", "", nil), rep("namespaces/a", "Ready", "", nil))
+			in.appliedVersion = "v2"
+			return in
+		}(), want{"True", "True", "False", "VersionApplied", "AllObjectsReady", "Readable", "all 2 objects"}},
+		{"applied, one not ready", func() statusInputs {
+			in := base(rep("deployments.apps/a/web", "Applied", "Deployment does not have minimum availability", nil), rep("namespaces/a", "Ready", "", nil))
+			in.appliedVersion = "v2"
+			return in
+		}(), want{"True", "False", "False", "VersionApplied", "ObjectsNotReady", "Readable", "minimum availability"}},
+		{"applying", func() statusInputs {
+			in := base(rep("configmaps/a/x", "Pending", "waiting for namespace a at the edge", nil), rep("namespaces/a", "Ready", "", nil))
+			in.appliedVersion = "v1"
+			return in
+		}(), want{"False", "False", "False", "Applying", "Applying", "Readable", "1 of 2 objects pending"}},
+		{"an object refused", base(rep("deployments.apps/a/bad", "Failed", "the edge cluster refused it: selector does not match", nil), rep("namespaces/a", "Ready", "", nil)),
+			want{"False", "False", "False", "ObjectsFailed", "ObjectsFailed", "Readable", "selector does not match"}},
+		{"failed by kstatus after it was applied", func() statusInputs {
+			in := base(rep("jobs.batch/a/j", "Failed", "Job Failed", nil))
+			in.appliedVersion = "v2"
+			return in
+		}(), want{"True", "False", "False", "VersionApplied", "ObjectsFailed", "Readable", "Job Failed"}},
+		{"refused, nothing applied yet", statusInputs{version: "v3", generation: 5, now: now, budget: StatusBudget,
+			refusal: &transport.RefusedError{Reason: "UnknownFormat", Message: `format "x" is unknown to this syncer`}},
+			want{"False", "False", "True", "UnknownFormat", "UnknownFormat", "UnknownFormat", "nothing of it is applied"}},
+		{"refused, the last good version kept", func() statusInputs {
+			in := base(rep("configmaps/a/x", "Ready", "", nil))
+			in.version, in.appliedVersion = "v3", "v2"
+			in.refusal = &transport.RefusedError{Reason: "PartsMissing", Message: "lacks 1 of its 2 parts"}
+			return in
+		}(), want{"False", "False", "True", "PartsMissing", "PartsMissing", "PartsMissing", "keeps version v2"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := buildStatus(c.in)
+			applied, ready, refused := conditionOf(t, s, "Applied"), conditionOf(t, s, "Ready"), conditionOf(t, s, "Refused")
+			got := want{applied.Status, ready.Status, refused.Status, applied.Reason, ready.Reason, refused.Reason, c.want.messagePart}
+			if got != c.want {
+				t.Errorf("conditions = %+v, want %+v", got, c.want)
+			}
+			if !strings.Contains(applied.Message+" | "+ready.Message, c.want.messagePart) {
+				t.Errorf("messages %q | %q do not say %q", applied.Message, ready.Message, c.want.messagePart)
+			}
+			for _, cond := range s.Conditions {
+				if cond.ObservedGeneration != c.in.generation || !cond.LastTransitionTime.Time.Equal(now) {
+					t.Errorf("condition %s: observedGeneration %d, transition %v", cond.Type, cond.ObservedGeneration, cond.LastTransitionTime)
 				}
-				if n != 1 {
-					t.Errorf("%d EdgeApplied conditions in %v, want 1", n, conditions)
-				}
 			}
-			if !reflect.DeepEqual(got, c.want) {
-				t.Errorf("mailboxStatus =\n %#v\nwant\n %#v", got, c.want)
+			if s.ObservedVersion != c.in.observedVersion || s.AppliedVersion != c.in.appliedVersion {
+				t.Errorf("versions observed %q applied %q, want %q %q", s.ObservedVersion, s.AppliedVersion, c.in.observedVersion, c.in.appliedVersion)
 			}
 		})
 	}
 }
 
-func TestMailboxStatusDoesNotAliasConditions(t *testing.T) {
-	edge := map[string]any{"conditions": []any{condition("Available", "True", "", "")}}
-	first := mailboxStatus(edge, "refused once")
-	second := mailboxStatus(edge, "refused twice")
-	if got := len(edge["conditions"].([]any)); got != 1 {
-		t.Fatalf("the edge status now has %d conditions, want 1", got)
+func TestBuildStatusCountsAndTransitions(t *testing.T) {
+	earlier := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	later := earlier.Add(time.Hour)
+	in := statusInputs{version: "v", generation: 1, observedVersion: "v", appliedVersion: "v", total: 3, now: earlier, budget: StatusBudget,
+		objects: []reported{
+			rep("configmaps/a/x", "Ready", "", nil), rep("deployments.apps/a/w", "Applied", "rolling out", nil),
+			rep("secrets/a/s", "Ready", "", nil),
+			rep("configmaps/a/shared", "Pending", "carried by assemblage b, which has not delivered it yet", nil), // shared
+		}}
+	first := buildStatus(in)
+	want := edgev1alpha1.ObjectCounts{Pending: 1, Applied: 1, Ready: 2}
+	if first.Counts != want {
+		t.Errorf("counts = %+v, want %+v (shared objects included)", first.Counts, want)
 	}
-	c1 := first["conditions"].([]any)
-	c2 := second["conditions"].([]any)
-	if len(c1) != 2 || len(c2) != 2 {
-		t.Fatalf("got %d and %d conditions, want 2 and 2", len(c1), len(c2))
+	if len(first.Objects) != 4 || first.Objects[3].Object != "configmaps/a/shared" {
+		t.Errorf("objects = %+v, want the 3 carried then the shared one", first.Objects)
 	}
-	if m := c1[1].(map[string]any)["message"]; m != "refused once" {
-		t.Errorf("the first result's message became %q", m)
+	// An hour later, nothing changed: the transition times stay, and the status is equal.
+	in.previous, in.now = first.Conditions, later
+	second := buildStatus(in)
+	if !statusEqual(&first, &second) {
+		t.Errorf("the same state built an hour later differs:\n%+v\n%+v", first, second)
 	}
-	if m := c2[1].(map[string]any)["message"]; m != "refused twice" {
-		t.Errorf("the second result's message is %q", m)
+	// The deployment becomes ready: Ready turns True at the later time; Applied keeps its time.
+	in.objects[1] = rep("deployments.apps/a/w", "Ready", "", nil)
+	in.objects[3] = rep("configmaps/a/shared", "Ready", "", nil)
+	third := buildStatus(in)
+	if c := conditionOf(t, third, "Ready"); c.Status != "True" || !c.LastTransitionTime.Time.Equal(later) {
+		t.Errorf("Ready = %s at %v, want True at %v", c.Status, c.LastTransitionTime, later)
 	}
-}
-
-func TestNormalizeJSON(t *testing.T) {
-	cases := []struct {
-		name  string
-		a, b  map[string]any
-		equal bool
-	}{
-		{"nil and empty", nil, map[string]any{}, true},
-		{"int64 and float64", map[string]any{"replicas": int64(3)}, map[string]any{"replicas": float64(3)}, true},
-		{"large integers", map[string]any{"n": int64(9007199254740993)}, map[string]any{"n": int64(9007199254740992)}, false},
-		{"int and int32", map[string]any{"replicas": 3}, map[string]any{"replicas": int32(3)}, true},
-		{"nested numbers", map[string]any{
-			"conditions":         []any{map[string]any{"type": "Ready", "observedGeneration": int64(4)}},
-			"observedGeneration": int64(4),
-		}, map[string]any{
-			"conditions":         []any{map[string]any{"type": "Ready", "observedGeneration": float64(4)}},
-			"observedGeneration": float64(4),
-		}, true},
-		{"different numbers", map[string]any{"replicas": int64(3)}, map[string]any{"replicas": float64(3.5)}, false},
-		{"different strings", map[string]any{"phase": "Running"}, map[string]any{"phase": "Pending"}, false},
-		{"extra field", map[string]any{"phase": "Running"}, map[string]any{"phase": "Running", "x": "y"}, false},
-		{"empty and non-empty", nil, map[string]any{"phase": "Running"}, false},
+	if c := conditionOf(t, third, "Applied"); !c.LastTransitionTime.Time.Equal(earlier) {
+		t.Errorf("Applied moved its transition time to %v", c.LastTransitionTime)
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			if got := reflect.DeepEqual(normalizeJSON(c.a), normalizeJSON(c.b)); got != c.equal {
-				t.Errorf("normalized %v and %v equal: %v, want %v", c.a, c.b, got, c.equal)
-			}
-		})
-	}
-	if got := normalizeJSON(nil); got != nil {
-		t.Errorf("normalizeJSON(nil) = %#v, want nil", got)
-	}
-	if reflect.DeepEqual(normalizeJSON(map[string]any{"n": int64(9007199254740993)}), normalizeJSON(map[string]any{"n": int64(9007199254740992)})) {
-		t.Errorf("normalizeJSON makes two different large integers equal")
+	if statusEqual(&second, &third) {
+		t.Errorf("statuses of different states are equal")
 	}
 }
 
-func TestEqualIgnoring(t *testing.T) {
-	object := func(edit func(m map[string]any)) map[string]any {
-		m := map[string]any{
-			"apiVersion": "apps/v1",
-			"kind":       "Deployment",
-			"metadata": map[string]any{
-				"name":            "frontend",
-				"namespace":       "web",
-				"resourceVersion": "10",
-				"generation":      int64(1),
-				"managedFields":   []any{map[string]any{"manager": "a"}},
-				"labels":          map[string]any{"app": "web"},
-			},
-			"spec":   map[string]any{"replicas": int64(2)},
-			"status": map[string]any{"readyReplicas": int64(1)},
-		}
-		if edit != nil {
-			edit(m)
-		}
-		return m
+func TestStatusEqualIgnoresReportTime(t *testing.T) {
+	a := buildStatus(statusInputs{version: "v", observedVersion: "v", appliedVersion: "v", total: 1, now: time.Now(), budget: StatusBudget,
+		objects: []reported{rep("configmaps/a/x", "Ready", "", map[string]any{"n": int64(1)})}})
+	b := *a.DeepCopy()
+	t1, t2 := metav1.NewTime(time.Unix(1000, 0)), metav1.NewTime(time.Unix(2000, 0))
+	a.ReportTime, b.ReportTime = &t1, &t2
+	if !statusEqual(&a, &b) {
+		t.Errorf("statuses differing only in reportTime are not equal")
 	}
-	md := func(m map[string]any) map[string]any { return m["metadata"].(map[string]any) }
-	cases := []struct {
-		name  string
-		b     map[string]any
-		skip  []string
-		equal bool
-	}{
-		{"same", object(nil), nil, true},
-		{"resourceVersion, generation and managedFields differ", object(func(m map[string]any) {
-			md(m)["resourceVersion"] = "11"
-			md(m)["generation"] = int64(2)
-			md(m)["managedFields"] = []any{map[string]any{"manager": "b"}}
-		}), nil, true},
-		{"resourceVersion absent", object(func(m map[string]any) { delete(md(m), "resourceVersion") }), nil, true},
-		{"status differs, skipped", object(func(m map[string]any) { m["status"] = map[string]any{"readyReplicas": int64(2)} }), []string{"status"}, true},
-		{"status differs, not skipped", object(func(m map[string]any) { m["status"] = map[string]any{"readyReplicas": int64(2)} }), nil, false},
-		{"spec differs, status skipped", object(func(m map[string]any) { m["spec"] = map[string]any{"replicas": int64(3)} }), []string{"status"}, false},
-		{"label differs, status skipped", object(func(m map[string]any) { md(m)["labels"] = map[string]any{"app": "api"} }), []string{"status"}, false},
-		{"label differs, metadata skipped", object(func(m map[string]any) { md(m)["labels"] = map[string]any{"app": "api"} }), []string{"metadata", "spec", "data", "stringData"}, true},
-		{"spec differs, metadata and spec skipped", object(func(m map[string]any) { m["spec"] = map[string]any{"replicas": int64(3)} }), []string{"metadata", "spec", "data", "stringData"}, true},
-		{"status differs, metadata and spec skipped", object(func(m map[string]any) { m["status"] = map[string]any{} }), []string{"metadata", "spec", "data", "stringData"}, false},
-		{"uid differs", object(func(m map[string]any) { md(m)["uid"] = "other" }), []string{"status"}, false},
-		{"field added", object(func(m map[string]any) { m["data"] = map[string]any{"a": "b"} }), []string{"status"}, false},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			a := object(nil)
-			aBefore, bBefore := runtime.DeepCopyJSON(a), runtime.DeepCopyJSON(c.b)
-			if got := equalIgnoring(a, c.b, c.skip...); got != c.equal {
-				t.Errorf("equalIgnoring(skip %v) = %v, want %v", c.skip, got, c.equal)
-			}
-			if got := equalIgnoring(c.b, a, c.skip...); got != c.equal {
-				t.Errorf("equalIgnoring(skip %v), arguments swapped = %v, want %v", c.skip, got, c.equal)
-			}
-			if !reflect.DeepEqual(a, aBefore) || !reflect.DeepEqual(c.b, bBefore) {
-				t.Error("equalIgnoring modified its arguments")
-			}
-		})
-	}
-}
-
-func TestTranslateObservedGeneration(t *testing.T) {
-	src := sourceKey{Group: "apps", Resource: "deployments", Namespace: "web", Name: "frontend"}
-	s := &Syncer{own: testOwn}
-	copyObj := mailboxDeployment()
-	copyObj.SetGeneration(7)
-	applied, _, err := edgeForm(copyObj, src, testOwn)
-	if err != nil {
+	// As read back from the server: the raw status re-encoded with other whitespace, the times
+	// at whole seconds.
+	var back edgev1alpha1.AssemblageStatus
+	data, _ := json.Marshal(a)
+	if err := json.Unmarshal(data, &back); err != nil {
 		t.Fatal(err)
 	}
-	stale := applied.DeepCopy()
-	stale.SetAnnotations(map[string]string{testOwn.hashAnnotation: "an older hash"})
-	for _, tc := range []struct {
-		name           string
-		edge           *unstructured.Unstructured
-		edgeGeneration int64
-		observed       int64
-		want           int64
+	back.Objects[0].Status.Raw = []byte(`{ "n" : 1 }`)
+	if !statusEqual(&a, &back) {
+		t.Errorf("a status and its JSON round trip are not equal")
+	}
+	b.Counts.Ready = 7
+	if statusEqual(&a, &b) {
+		t.Errorf("different counts are equal")
+	}
+}
+
+func TestFitBudget(t *testing.T) {
+	big := func(n int) map[string]any { return map[string]any{"blob": strings.Repeat("x", n)} }
+	objects := []reported{
+		rep("configmaps/a/ready-1", "Ready", "", big(3000)),
+		rep("deployments.apps/a/not-ready", "Applied", "rolling out", big(3000)),
+		rep("jobs.batch/a/failed", "Failed", "Job Failed", big(3000)),
+		rep("configmaps/a/ready-2", "Ready", "", big(100)),
+		rep("configmaps/a/no-status", "Ready", "", nil),
+	}
+	whoHasStatus := func(s *edgev1alpha1.AssemblageStatus) string {
+		var out []string
+		for _, o := range s.Objects {
+			if o.Status != nil {
+				out = append(out, o.Object)
+			}
+		}
+		return strings.Join(out, ",")
+	}
+	cases := []struct {
+		budget  int
+		with    string
+		omitted bool
 	}{
-		{"the edge holds the copy and its controller observed it", applied, 2, 2, 7},
-		{"the edge controller has not observed the latest generation", applied, 3, 2, 6},
-		{"the edge holds an older version of the copy", stale, 2, 2, 6},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			edge := tc.edge.DeepCopy()
-			edge.SetGeneration(tc.edgeGeneration)
-			status := map[string]any{"observedGeneration": tc.observed, "replicas": int64(1)}
-			s.translateObservedGeneration(status, edge, copyObj, src)
-			if status["observedGeneration"] != tc.want {
-				t.Errorf("observedGeneration = %v, want %d", status["observedGeneration"], tc.want)
+		{StatusBudget, "configmaps/a/ready-1,deployments.apps/a/not-ready,jobs.batch/a/failed,configmaps/a/ready-2", false},
+		// Room for two big ones and the small one: failing and not ready first.
+		{7500, "deployments.apps/a/not-ready,jobs.batch/a/failed,configmaps/a/ready-2", true},
+		{4500, "jobs.batch/a/failed,configmaps/a/ready-2", true},
+		{900, "", true},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprint(c.budget), func(t *testing.T) {
+			s := buildStatus(statusInputs{version: "v", observedVersion: "v", appliedVersion: "v", total: len(objects), objects: objects, now: time.Now(), budget: c.budget})
+			if got := whoHasStatus(&s); got != c.with {
+				t.Errorf("objects with status: %q, want %q", got, c.with)
+			}
+			if s.StatusOmitted != c.omitted {
+				t.Errorf("statusOmitted = %v, want %v", s.StatusOmitted, c.omitted)
+			}
+			if len(s.Objects) != len(objects) {
+				t.Errorf("%d objects listed, want all %d: past the budget, their state only", len(s.Objects), len(objects))
+			}
+			data, _ := json.Marshal(s)
+			if c.budget > 900 && len(data) > c.budget {
+				t.Errorf("the status takes %d bytes, more than the budget of %d", len(data), c.budget)
 			}
 		})
-	}
-	status := map[string]any{"replicas": int64(1)}
-	s.translateObservedGeneration(status, applied, copyObj, src)
-	if _, ok := status["observedGeneration"]; ok {
-		t.Error("a status without observedGeneration must stay without")
 	}
 }

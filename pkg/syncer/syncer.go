@@ -1,32 +1,33 @@
 // Package syncer is edge-mc's agent in an edge cluster (pcluster). It opens every connection
-// itself: it watches its mailbox workspace in kcp, with informers driven by the mailbox's
-// SyncerConfig, and keeps the edge cluster in step with it:
+// itself: it watches its mailbox workspace in kcp and keeps the edge cluster in step with it.
 //
-//   - down-sync: every copy the placement translator made in the mailbox (labelled
-//     edge.kcp.io/projected) within the SyncerConfig's scope is server-side-applied at the edge
-//     with the syncer's own field manager, re-natured if it is a denatured object. Namespaces and
-//     CRDs go first by construction: an object whose namespace or kind the edge does not serve yet
-//     waits for it. What leaves the mailbox is deleted at the edge, but only objects this syncer
-//     created, and only once the mailbox confirms the copy is gone;
+//   - down-sync: the mailbox holds one Assemblage per EdgePlacement that has this destination
+//     (with AssemblageParts when it is large). The syncer reads each as a unit, refusing as a
+//     whole one it cannot read (an unknown format, a corrupt or missing part: the edge keeps the
+//     last good version), and applies its version at the edge, staged: CRDs first, until they
+//     are established, then Namespaces, then the rest, with server-side apply and the syncer's
+//     own field manager and ownership marks (package transport, marks.go), re-natured if
+//     denatured. An object the edge refuses is Failed; the others still go. What left a version
+//     is deleted at the edge once nothing of it is pending, only if this syncer created it and
+//     no other assemblage of the mailbox carries it, and only after the center confirmed the
+//     version; what a removed assemblage carried, only after the center confirmed it is gone;
 //   - drift: an applied object edited or deleted at the edge is put back and the repair is
-//     reported (log, Event, metric), unless the copy is marked create-only;
-//   - status: the status of each edge object is written back to its mailbox copy, coalesced per
-//     object and rate-limited, so that churn at the edge cannot flood the center; an object the
-//     edge refuses gets the reason on its copy;
+//     reported (log, Event, metric), unless it is create-only;
+//   - reported state: per assemblage, its status (observed and applied version, conditions
+//     Applied, Ready and Refused, and per object its state by kstatus, reason, uid and, within a
+//     size budget, its .status at the edge), written at most once per coalescing window;
 //   - up-sync: objects created at the edge that match the SyncerConfig's upsync rules are written
 //     into the mailbox (labelled edge.kcp.io/upsynced), and updated and deleted with their
 //     originals;
-//   - heartbeat: it renews a Lease in the mailbox every 10 s, from which the mailbox controller
-//     reports SyncerReady on the SyncTarget.
+//   - heartbeat: it renews a Lease in the mailbox at the interval the SyncerConfig sets for the
+//     fleet, from which the mailbox controller reports SyncerReady on the SyncTarget;
+//   - SyncerConfig status: the generation acted on, errors, the syncer's version and the
+//     assemblage formats it reads.
 //
 // With the center unreachable the syncer changes nothing at the edge: its caches keep the last
-// state of the mailbox, it deletes only on a confirmed NotFound from the center, and its
-// watches and writes retry with jittered backoff. On reconnect the watches resume; objects whose
-// content did not change are not written, let alone recreated.
-//
-// Ownership marks on edge objects carry the SyncTarget's UID (label
-// <uid>.syncer.edge.kcp.io/owner: created or adopted, annotations .../source and .../hash), so
-// that the syncers of several SyncTargets can share an edge cluster.
+// state of the mailbox, it deletes only after the center confirmed, and its watches and writes
+// retry with jittered backoff. After a restart it learns what it applied from the assemblages'
+// status and from its marks at the edge, and writes only what differs.
 package syncer
 
 import (
@@ -39,15 +40,12 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -57,9 +55,12 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
-	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
-	"github.com/kcp-dev/edge-mc/pkg/mailbox"
+	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
+
+// Version is the syncer's version, reported in SyncerConfig status.syncerVersion. The build sets
+// it with -ldflags "-X github.com/kcp-dev/edge-mc/pkg/syncer.Version=...".
+var Version = "dev"
 
 // FieldManager is the field manager of the syncer's writes into its mailbox.
 const FieldManager = "edge-syncer"
@@ -74,7 +75,19 @@ const (
 	DefaultEdgeBurst    = 100
 )
 
-var syncerConfigGVR = edgev1alpha1.SchemeGroupVersion.WithResource("syncerconfigs")
+// Defaults of Config.
+const (
+	// DefaultHeartbeatInterval is the heartbeat interval when neither Config nor the
+	// SyncerConfig sets one.
+	DefaultHeartbeatInterval = 30 * time.Second
+	// DefaultStatusCoalesce is the default Config.StatusCoalesce.
+	DefaultStatusCoalesce = 2 * time.Second
+	// DefaultWorkers is the default Config.Workers.
+	DefaultWorkers = 4
+	// StatusBudget bounds the JSON size of one assemblage's status: past it, objects are listed
+	// with their state only (status.statusOmitted).
+	StatusBudget = 256 << 10
+)
 
 // Config configures a Syncer.
 type Config struct {
@@ -89,23 +102,27 @@ type Config struct {
 	Identity string
 	// Workers is the number of objects applied at once (default 4).
 	Workers int
-	// StatusCoalesce is the least time between two status writes of one copy into the mailbox
-	// (default 2 s): a change after a quiet period is written at once, and later changes within
+	// StatusCoalesce is the least time between two status writes of one assemblage (default
+	// 2 s): a change after a quiet period is written at once, and later changes within
 	// StatusCoalesce are gathered into one write at its end.
 	StatusCoalesce time.Duration
-	// HeartbeatInterval is how often the heartbeat Lease is renewed (default 10 s).
+	// HeartbeatInterval, when set, is how often the heartbeat Lease is renewed, whatever the
+	// SyncerConfig says (spec.heartbeat.intervalSeconds, else 30 s).
 	HeartbeatInterval time.Duration
 	// HeartbeatLease and HeartbeatNamespace name the Lease (default: the mailbox layout of
-	// package mailbox).
+	// package transport).
 	HeartbeatLease, HeartbeatNamespace string
+	// StatusBudget bounds the size of an assemblage's status (default StatusBudget).
+	StatusBudget int
 }
 
 // Syncer syncs one mailbox with one edge cluster. Build it with New, run it with Run.
 type Syncer struct {
-	cfg Config
-	own ownership
+	cfg   Config
+	marks transport.Marks
 
 	mailbox          dynamic.Interface
+	mailboxEdge      mailboxAPI
 	mailboxKube      kubernetes.Interface
 	mailboxDiscovery discovery.DiscoveryInterface
 	edge             dynamic.Interface
@@ -113,41 +130,38 @@ type Syncer struct {
 	edgeDiscovery    discovery.DiscoveryInterface
 	events           record.EventRecorder
 
-	config       cache.SharedIndexInformer
-	configSignal chan struct{}
+	assemblages cache.SharedIndexInformer
+	parts       cache.SharedIndexInformer
+	config      cache.SharedIndexInformer
 
-	downsyncQueue workqueue.TypedRateLimitingInterface[sourceKey]
-	statusQueue   workqueue.TypedRateLimitingInterface[sourceKey]
-	upsyncQueue   workqueue.TypedRateLimitingInterface[objectRef]
-	reportQueue   workqueue.TypedRateLimitingInterface[string]
+	configSignal    chan struct{}
+	heartbeatSignal chan struct{}
+
+	assemblageQueue workqueue.TypedRateLimitingInterface[string]
+	statusQueue     workqueue.TypedRateLimitingInterface[string]
+	upsyncQueue     workqueue.TypedRateLimitingInterface[objectRef]
+	reportQueue     workqueue.TypedRateLimitingInterface[string]
+
+	// applySlots bounds the objects applied at once, over all assemblages.
+	applySlots chan struct{}
 
 	mu sync.Mutex
-	// configSeen: a SyncerConfig was read and acted on.
-	configSeen bool
-	// observedGeneration is the generation of the SyncerConfig acted on.
-	observedGeneration int64
-	// downsync are the mailbox resources to down-sync, by group and resource.
-	downsync map[schema.GroupResource]*downsyncWatch
-	// namespaces are the namespaces of the namespaced copies to down-sync.
-	namespaces map[string]bool
+	// swept: the edge was searched for the objects this syncer applied from assemblages;
+	// nothing is deleted before.
+	swept bool
+	// states is what the syncer knows of each assemblage, by name.
+	states map[string]*assemblageState
 	// edgeWatches watch the objects this syncer manages at the edge, by resource.
 	edgeWatches map[schema.GroupVersionResource]*informerRun
 	// upsync are the edge resources to up-sync, with their rules.
 	upsync map[schema.GroupVersionResource]*upsyncWatch
-	// targets is the edge object of each mailbox copy that has one (a re-natured object is of
-	// another resource than its copy).
-	targets map[sourceKey]objectRef
-	// applied is the hash last applied for each copy, to tell a repair from an update.
-	applied map[sourceKey]string
-	// appliedCopies is the projection hash of the version of each copy that is at the edge,
-	// reported in SyncerConfig status.applied.
-	appliedCopies map[sourceKey]string
-	// objectErrors and configErrors are reported in the SyncerConfig's status.
-	objectErrors map[sourceKey]string
-	// statusWritten is when the status of each copy was last written, for coalescing.
-	statusWritten map[sourceKey]time.Time
-	configErrors  []string
-	// lastReport is the status last written to the SyncerConfig, and lastReportAt when.
+	// configGeneration is the generation of the SyncerConfig acted on, configErrors what is
+	// wrong with it, configHeartbeat its heartbeat interval (0: unset).
+	configSeen       bool
+	configGeneration int64
+	configErrors     []string
+	configHeartbeat  time.Duration
+	// lastReport is the SyncerConfig status last written.
 	lastReport   string
 	lastReportAt time.Time
 	// heartbeatOK says whether the last heartbeat reached the center.
@@ -171,19 +185,19 @@ func New(cfg Config) (*Syncer, error) {
 		return nil, errors.New("the SyncTarget's name and UID are required: take them from kubectl edge prep-for-syncer")
 	}
 	if cfg.Workers <= 0 {
-		cfg.Workers = 4
+		cfg.Workers = DefaultWorkers
 	}
 	if cfg.StatusCoalesce <= 0 {
-		cfg.StatusCoalesce = 2 * time.Second
+		cfg.StatusCoalesce = DefaultStatusCoalesce
 	}
-	if cfg.HeartbeatInterval <= 0 {
-		cfg.HeartbeatInterval = 10 * time.Second
+	if cfg.StatusBudget <= 0 {
+		cfg.StatusBudget = StatusBudget
 	}
 	if cfg.HeartbeatLease == "" {
-		cfg.HeartbeatLease = mailbox.HeartbeatLease
+		cfg.HeartbeatLease = transport.HeartbeatLease
 	}
 	if cfg.HeartbeatNamespace == "" {
-		cfg.HeartbeatNamespace = mailbox.SyncerNamespace
+		cfg.HeartbeatNamespace = transport.SyncerNamespace
 	}
 	if cfg.Identity == "" {
 		cfg.Identity = cfg.SyncTargetName
@@ -194,21 +208,20 @@ func New(cfg Config) (*Syncer, error) {
 		c.UserAgent = "edge-syncer/" + cfg.SyncTargetName
 	}
 	s := &Syncer{
-		cfg:           cfg,
-		own:           newOwnership(cfg.SyncTargetUID),
-		configSignal:  make(chan struct{}, 1),
-		downsync:      map[schema.GroupResource]*downsyncWatch{},
-		namespaces:    map[string]bool{},
-		edgeWatches:   map[schema.GroupVersionResource]*informerRun{},
-		upsync:        map[schema.GroupVersionResource]*upsyncWatch{},
-		targets:       map[sourceKey]objectRef{},
-		applied:       map[sourceKey]string{},
-		appliedCopies: map[sourceKey]string{},
-		objectErrors:  map[sourceKey]string{},
-		statusWritten: map[sourceKey]time.Time{},
+		cfg:             cfg,
+		marks:           transport.MarksFor(cfg.SyncTargetUID),
+		configSignal:    make(chan struct{}, 1),
+		heartbeatSignal: make(chan struct{}, 1),
+		applySlots:      make(chan struct{}, cfg.Workers),
+		states:          map[string]*assemblageState{},
+		edgeWatches:     map[schema.GroupVersionResource]*informerRun{},
+		upsync:          map[schema.GroupVersionResource]*upsyncWatch{},
 	}
 	var err error
 	if s.mailbox, err = dynamic.NewForConfig(mailboxCfg); err != nil {
+		return nil, err
+	}
+	if s.mailboxEdge, err = newMailboxAPI(mailboxCfg); err != nil {
 		return nil, err
 	}
 	if s.mailboxKube, err = kubernetes.NewForConfig(mailboxCfg); err != nil {
@@ -226,25 +239,11 @@ func New(cfg Config) (*Syncer, error) {
 	if s.edgeDiscovery, err = discovery.NewDiscoveryClientForConfig(edgeCfg); err != nil {
 		return nil, err
 	}
-	s.downsyncQueue = newQueue[sourceKey]("downsync")
-	s.statusQueue = newQueue[sourceKey]("status")
+	s.assemblageQueue = newQueue[string]("assemblages")
+	s.statusQueue = newQueue[string]("status")
 	s.upsyncQueue = newQueue[objectRef]("upsync")
 	s.reportQueue = newQueue[string]("report")
-	s.config = dynamicinformer.NewFilteredDynamicInformer(s.mailbox, syncerConfigGVR, "", 0, cache.Indexers{},
-		func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", edgev1alpha1.SyncerConfigName).String()
-		}).Informer()
-	signal := func() {
-		select {
-		case s.configSignal <- struct{}{}:
-		default:
-		}
-	}
-	if _, err := s.config.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { signal() },
-		UpdateFunc: func(_, _ any) { signal() },
-		DeleteFunc: func(any) { signal() },
-	}); err != nil {
+	if err := s.buildMailboxInformers(); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -283,30 +282,39 @@ func (s *Syncer) Run(ctx context.Context) error {
 	defer broadcaster.Shutdown()
 	s.events = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "edge-syncer", Host: s.cfg.SyncTargetName})
 
-	for _, q := range []interface{ ShutDown() }{s.downsyncQueue, s.statusQueue, s.upsyncQueue, s.reportQueue} {
+	for _, q := range []interface{ ShutDown() }{s.assemblageQueue, s.statusQueue, s.upsyncQueue, s.reportQueue} {
 		defer q.ShutDown()
 	}
-	go s.config.Run(ctx.Done())
+	go s.config.RunWithContext(ctx)
+	go s.assemblages.RunWithContext(ctx)
+	go s.parts.RunWithContext(ctx)
 	go s.heartbeat(ctx)
-	logger.Info("waiting for the mailbox's SyncerConfig")
-	if !cache.WaitForCacheSync(ctx.Done(), s.config.HasSynced) {
+	logger.Info("waiting for the mailbox's assemblages and SyncerConfig")
+	if !cache.WaitForCacheSync(ctx.Done(), s.config.HasSynced, s.assemblages.HasSynced, s.parts.HasSynced) {
 		return ctx.Err()
 	}
 	go s.watchConfig(ctx)
-	for i := 0; i < s.cfg.Workers; i++ {
-		go wait.UntilWithContext(ctx, func(ctx context.Context) { runQueue(ctx, s.downsyncQueue, s.syncDownsync) }, time.Second)
-	}
+	go wait.UntilWithContext(ctx, func(ctx context.Context) { runQueue(ctx, s.reportQueue, s.writeReport) }, time.Second)
 	for i := 0; i < 2; i++ {
-		go wait.UntilWithContext(ctx, func(ctx context.Context) { runQueue(ctx, s.statusQueue, s.syncStatus) }, time.Second)
 		go wait.UntilWithContext(ctx, func(ctx context.Context) { runQueue(ctx, s.upsyncQueue, s.syncUpsync) }, time.Second)
 	}
-	go wait.UntilWithContext(ctx, func(ctx context.Context) { runQueue(ctx, s.reportQueue, s.writeReport) }, time.Second)
+
+	// What this syncer applied before it started is found by its marks at the edge before any
+	// assemblage is acted on, so that what left meanwhile can be deleted and nothing is applied
+	// twice.
+	if err := s.sweepUntilDone(ctx); err != nil {
+		return err
+	}
+	for _, name := range s.assemblages.GetStore().ListKeys() {
+		s.assemblageQueue.Add(name)
+	}
+	for i := 0; i < 2; i++ {
+		go wait.UntilWithContext(ctx, func(ctx context.Context) { runQueue(ctx, s.assemblageQueue, s.syncAssemblage) }, time.Second)
+		go wait.UntilWithContext(ctx, func(ctx context.Context) { runQueue(ctx, s.statusQueue, s.writeStatus) }, time.Second)
+	}
 	<-ctx.Done()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, w := range s.downsync {
-		w.run.stop()
-	}
 	for _, w := range s.edgeWatches {
 		w.stop()
 	}
@@ -314,6 +322,28 @@ func (s *Syncer) Run(ctx context.Context) error {
 		w.stopAll()
 	}
 	return nil
+}
+
+// sweepUntilDone runs sweepEdge until it succeeds or ctx ends, backing off between tries.
+func (s *Syncer) sweepUntilDone(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	delay := time.Second
+	for {
+		err := s.sweepEdge(ctx)
+		if err == nil {
+			s.mu.Lock()
+			s.swept = true
+			s.mu.Unlock()
+			return nil
+		}
+		logger.Error(err, "searching the edge cluster for the objects this syncer applied; retrying")
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(jitter(delay)):
+		}
+		delay = min(2*delay, time.Minute)
+	}
 }
 
 // runQueue processes one key of q with sync: an error retries it with backoff, a positive
@@ -339,21 +369,22 @@ func runQueue[T comparable](ctx context.Context, q workqueue.TypedRateLimitingIn
 	}
 }
 
-// Ready says whether the syncer is in touch with its mailbox and acting on its SyncerConfig,
-// or why not.
+// Ready says whether the syncer is in touch with its mailbox and acting on its assemblages, or
+// why not.
 func (s *Syncer) Ready() (bool, string) {
-	if !s.config.HasSynced() {
+	switch {
+	case !s.assemblages.HasSynced() || !s.parts.HasSynced():
+		return false, "the mailbox's assemblages have not been listed yet"
+	case !s.config.HasSynced():
 		return false, "the mailbox's SyncerConfig has not been read yet"
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !s.swept {
+		return false, "the edge cluster has not been searched yet for the objects this syncer applied"
+	}
 	if !s.heartbeatOK {
 		return false, "the last heartbeat did not reach the mailbox"
-	}
-	for gr, w := range s.downsync {
-		if !w.run.informer.HasSynced() {
-			return false, fmt.Sprintf("the mailbox's %s are not listed yet", gr)
-		}
 	}
 	return true, ""
 }
@@ -365,4 +396,11 @@ func asUnstructured(obj any) *unstructured.Unstructured {
 	}
 	u, _ := obj.(*unstructured.Unstructured)
 	return u
+}
+
+// runInformer runs inf until ctx ends or the returned run is stopped.
+func runInformer(ctx context.Context, inf cache.SharedIndexInformer) *informerRun {
+	ctx, cancel := context.WithCancel(ctx)
+	go inf.RunWithContext(ctx)
+	return &informerRun{informer: inf, stop: cancel}
 }

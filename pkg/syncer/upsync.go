@@ -1,7 +1,9 @@
 package syncer
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
@@ -15,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -143,7 +146,7 @@ func (s *Syncer) applyUpsyncRules(ctx context.Context, rules []edgev1alpha1.Upsy
 // the objects of it up-synced into the mailbox.
 func (s *Syncer) startUpsyncWatch(ctx context.Context, w *upsyncWatch) {
 	notManaged := labels.NewSelector()
-	req, _ := labels.NewRequirement(s.own.label, selection.DoesNotExist, nil)
+	req, _ := labels.NewRequirement(s.marks.Label, selection.DoesNotExist, nil)
 	notManaged = notManaged.Add(*req)
 	edgeInf := dynamicinformer.NewFilteredDynamicInformer(s.edge, w.gvr, "", 0, cache.Indexers{},
 		func(o *metav1.ListOptions) { o.LabelSelector = notManaged.String() }).Informer()
@@ -211,7 +214,7 @@ func (s *Syncer) syncUpsync(ctx context.Context, ref objectRef) (time.Duration, 
 	// Confirm at the edge before deleting from the mailbox.
 	live, err := s.edge.Resource(ref.GVR).Namespace(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	switch {
-	case err == nil && w.covers(ref.Namespace, ref.Name) && live.GetLabels()[s.own.label] == "":
+	case err == nil && w.covers(ref.Namespace, ref.Name) && live.GetLabels()[s.marks.Label] == "":
 		return 0, fmt.Errorf("the edge still has %s; the cache is behind", ref)
 	case err != nil && !apierrors.IsNotFound(err):
 		return 0, fmt.Errorf("confirming that %s left the edge: %w", ref, err)
@@ -230,7 +233,7 @@ func (s *Syncer) syncUpsync(ctx context.Context, ref objectRef) (time.Duration, 
 func (s *Syncer) writeUpsynced(ctx context.Context, w *upsyncWatch, ref objectRef, original, upsynced *unstructured.Unstructured) error {
 	desired := transport.Sanitize(original)
 	desired.SetAPIVersion(w.mailboxGVR.GroupVersion().String())
-	setLabel(desired, edgev1alpha1.LabelUpsynced, "true")
+	desired = withLabel(desired, edgev1alpha1.LabelUpsynced, "true")
 	annotations := desired.GetAnnotations()
 	if annotations == nil {
 		annotations = map[string]string{}
@@ -263,7 +266,7 @@ func (s *Syncer) writeUpsynced(ctx context.Context, w *upsyncWatch, ref objectRe
 		if !w.hasStatus || reflect.DeepEqual(normalizeJSON(have), normalizeJSON(status)) {
 			return nil
 		}
-		return s.applyStatus(ctx, w.mailboxGVR, original.GetKind(), ref.Namespace, ref.Name, status)
+		return s.applyUpsyncedStatus(ctx, w.mailboxGVR, original.GetKind(), ref.Namespace, ref.Name, status)
 	}
 	if !w.hasStatus && len(status) > 0 {
 		desired.Object["status"] = status // status is part of the object itself
@@ -275,7 +278,7 @@ func (s *Syncer) writeUpsynced(ctx context.Context, w *upsyncWatch, ref objectRe
 	metricUpsyncWrites.WithLabelValues("write").Inc()
 	klog.FromContext(ctx).V(1).Info("up-synced into the mailbox")
 	if w.hasStatus && len(status) > 0 {
-		return s.applyStatus(ctx, w.mailboxGVR, original.GetKind(), ref.Namespace, ref.Name, status)
+		return s.applyUpsyncedStatus(ctx, w.mailboxGVR, original.GetKind(), ref.Namespace, ref.Name, status)
 	}
 	return nil
 }
@@ -295,4 +298,43 @@ func (s *Syncer) ensureMailboxNamespace(ctx context.Context, name string) error 
 		return fmt.Errorf("creating namespace %s in the mailbox for up-synced objects: %w", name, err)
 	}
 	return nil
+}
+
+// applyUpsyncedStatus server-side-applies status to the status subresource of an up-synced
+// object in the mailbox.
+func (s *Syncer) applyUpsyncedStatus(ctx context.Context, gvr schema.GroupVersionResource, kind, namespace, name string, status map[string]any) error {
+	metadata := map[string]any{"name": name}
+	if namespace != "" {
+		metadata["namespace"] = namespace
+	}
+	data, err := json.Marshal(map[string]any{
+		"apiVersion": gvr.GroupVersion().String(),
+		"kind":       kind,
+		"metadata":   metadata,
+		"status":     status,
+	})
+	if err != nil {
+		return err
+	}
+	force := true
+	_, err = s.mailbox.Resource(gvr).Namespace(namespace).Patch(ctx, name, types.ApplyPatchType, data,
+		metav1.PatchOptions{FieldManager: FieldManager, Force: &force}, "status")
+	return err
+}
+
+// normalizeJSON returns v after a JSON round trip, numbers kept as their text, so that numbers of
+// different Go types but equal value compare equal, and large integers stay exact.
+func normalizeJSON(v map[string]any) any {
+	if len(v) == 0 {
+		return nil
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	var out any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	_ = dec.Decode(&out)
+	return out
 }

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,6 +31,19 @@ type Fleet struct {
 // silent syncer go stale in seconds.
 func NewFleet(t *testing.T, regions map[string]string) *Fleet {
 	t.Helper()
+	return newFleet(t, regions, "mailbox,scheduler,placement-translator,status-summarizer")
+}
+
+// NewMailboxFleet is NewFleet with edge-controller-manager running the mailbox controller only:
+// mailboxes, syncer identities and heartbeats, but nothing writes assemblages or SyncerConfigs
+// into the mailboxes, so that a test can write them itself (see WriteAssemblage).
+func NewMailboxFleet(t *testing.T, regions map[string]string) *Fleet {
+	t.Helper()
+	return newFleet(t, regions, "mailbox")
+}
+
+func newFleet(t *testing.T, regions map[string]string, controllers string) *Fleet {
+	t.Helper()
 	base := NewWorkspace(t)
 	f := &Fleet{ESPW: base.Join("espw"), WMW: base.Join("wmw"), IMW: base.Join("imw")}
 	KubectlEdge(t, "init", "--espw", f.ESPW.String()).MustSucceed(t)
@@ -38,7 +52,12 @@ func NewFleet(t *testing.T, regions map[string]string) *Fleet {
 	for name, region := range regions {
 		KubectlEdge(t, "ensure", "location", name, "region="+region, "--imw", f.IMW.String(), "--espw", f.ESPW.String()).MustSucceed(t)
 	}
-	f.ECM = StartControllerManager(t, f.ESPW, append([]string{"--controllers", "mailbox,scheduler,placement-translator,status-summarizer"}, FleetHeartbeatArgs...)...)
+	args := []string{"--controllers", controllers}
+	if strings.Contains(controllers, "placement-translator") {
+		// The translator tells the syncers the interval; without it they keep the default.
+		args = append(args, FleetHeartbeatArgs...)
+	}
+	f.ECM = StartControllerManager(t, f.ESPW, args...)
 	return f
 }
 

@@ -1,8 +1,14 @@
 package syncer
 
 import (
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	"fmt"
+	"testing"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/transport"
 	"github.com/kcp-dev/edge-mc/test/framework"
 )
 
@@ -28,3 +34,29 @@ var (
 	absent     = framework.Absent
 	fieldIs    = framework.FieldIs
 )
+
+// placementAssemblage is the name of the assemblage of the fleet's workload workspace's
+// placement in a mailbox.
+func placementAssemblage(t *testing.T, f *framework.Fleet, placement string) string {
+	t.Helper()
+	return transport.AssemblageName(logicalClusterOf(t, f.WMW), placement)
+}
+
+// objectReported waits until the assemblage's status reports the object with the given key, and
+// check, given its state, says nothing is wrong.
+func objectReported(t *testing.T, mailbox dynamic.Interface, assemblage, key string, check func(o *edgev1alpha1.ObjectState) string) {
+	t.Helper()
+	framework.EventuallyAssemblage(t, mailbox, assemblage, func(a *edgev1alpha1.Assemblage) string {
+		if a == nil {
+			return "absent"
+		}
+		o := framework.ObjectStateOf(a, key)
+		if o == nil {
+			return "its status does not report " + key
+		}
+		if why := check(o); why != "" {
+			return fmt.Sprintf("%s: %s", key, why)
+		}
+		return ""
+	})
+}

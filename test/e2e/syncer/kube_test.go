@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 	"github.com/kcp-dev/edge-mc/test/framework"
 )
 
@@ -73,8 +74,8 @@ spec:
 `
 
 // TestRealKubernetesEdge syncs into a real Kubernetes control plane with a kwok node: the
-// Deployment's status from the real controllers comes back to the mailbox copy, and an object the
-// cluster refuses shows why on its copy while the others are applied.
+// Deployment's status from the real controllers comes back to the assemblage's status, and an
+// object the cluster refuses shows why there while the others are applied.
 func TestRealKubernetesEdge(t *testing.T) {
 	f := setUp(t, map[string]string{"kube1": "north"})
 	kube := framework.StartKubeCluster(t, "kube1")
@@ -101,19 +102,17 @@ func TestRealKubernetesEdge(t *testing.T) {
 		t.Errorf("the denatured ConfigMap itself reached the edge")
 	}
 	eventually(t, "ready at the edge", ec, deployments, "shop", "api", fieldIs("2", "status", "readyReplicas"))
-	eventually(t, "status in the mailbox", mailbox, deployments, "shop", "api", fieldIs("2", "status", "readyReplicas"))
+	asm := placementAssemblage(t, f, "shop")
+	objectReported(t, mailbox, asm, "deployments.apps/shop/api", func(o *edgev1alpha1.ObjectState) string {
+		if o.State != edgev1alpha1.ObjectReady || o.Status == nil || !strings.Contains(string(o.Status.Raw), `"readyReplicas":2`) {
+			return fmt.Sprintf("state %s, status %v", o.State, o.Status)
+		}
+		return ""
+	})
 
-	eventually(t, "refusal on the copy", mailbox, deployments, "shop", "broken", func(u *unstructured.Unstructured) string {
-		if u == nil {
-			return "absent"
-		}
-		msg := u.GetAnnotations()["edge.kcp.io/sync-error"]
-		if !strings.Contains(msg, "refused") || !strings.Contains(msg, "selector") {
-			return "annotation edge.kcp.io/sync-error is " + msg
-		}
-		s, reason, m := framework.ConditionStatus(u, "EdgeApplied")
-		if s != "False" || !strings.Contains(m, "selector") {
-			return "condition EdgeApplied is " + string(s) + " " + reason + ": " + m
+	objectReported(t, mailbox, asm, "deployments.apps/shop/broken", func(o *edgev1alpha1.ObjectState) string {
+		if o.State != edgev1alpha1.ObjectFailed || !strings.Contains(o.Reason, "refused") || !strings.Contains(o.Reason, "selector") {
+			return fmt.Sprintf("state %s: %s", o.State, o.Reason)
 		}
 		return ""
 	})
@@ -124,16 +123,10 @@ func TestRealKubernetesEdge(t *testing.T) {
 	// Fixing it in the workload workspace clears the report.
 	f.Kubectl(t, f.WMW, "patch", "deployment", "broken", "-n", "shop", "--type=merge", "-p", `{"spec":{"template":{"metadata":{"labels":{"app":"broken"}}}}}`)
 	eventually(t, "fixed at the edge", ec, deployments, "shop", "broken", fieldIs("1", "status", "readyReplicas"))
-	eventually(t, "report withdrawn", mailbox, deployments, "shop", "broken", func(u *unstructured.Unstructured) string {
-		if u == nil {
-			return "absent"
+	objectReported(t, mailbox, asm, "deployments.apps/shop/broken", func(o *edgev1alpha1.ObjectState) string {
+		if o.State != edgev1alpha1.ObjectReady || o.Reason != "" {
+			return fmt.Sprintf("state %s: %s", o.State, o.Reason)
 		}
-		if msg := u.GetAnnotations()["edge.kcp.io/sync-error"]; msg != "" {
-			return "edge.kcp.io/sync-error is still " + msg
-		}
-		if s, _, _ := framework.ConditionStatus(u, "EdgeApplied"); s != "" {
-			return "condition EdgeApplied is still there"
-		}
-		return fieldIs("1", "status", "readyReplicas")(u)
+		return ""
 	})
 }

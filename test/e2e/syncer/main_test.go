@@ -1,8 +1,12 @@
-// Package syncer tests edge-syncer end to end: a real kcp with edge-controller-manager (mailbox
-// controller, scheduler, placement translator), workloads placed from a workload workspace, and
+// Package syncer tests edge-syncer end to end: a real kcp with edge-controller-manager, and
 // edge-syncer processes syncing into real edge clusters: logical clusters of a second kcp, and a
 // real Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler)
 // with a kwok node, so that a Deployment gets Running, Ready pods from the real controllers.
+//
+// The tests of assemblage_*_test.go run the mailbox controller only and write the assemblages
+// into the mailbox themselves, as the placement translator would (framework.WriteAssemblage);
+// the others place workloads from a workload workspace through the whole pipeline (scheduler,
+// placement translator, status summarizer).
 package syncer
 
 import (

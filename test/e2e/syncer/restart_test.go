@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 	"github.com/kcp-dev/edge-mc/test/framework"
 )
 
@@ -34,12 +35,11 @@ spec:
 	f.Apply(t, f.WMW, manifest.String())
 	// Everything is in the mailbox before the syncer starts, so that it has all of it to apply.
 	mailbox := framework.KCP(t).DynamicClient(t, f.Mailbox(t, "edge2"))
-	framework.Eventually(t, converge, func() (bool, string) {
-		list, err := mailbox.Resource(configMaps).Namespace("many").List(framework.Context(t, 10*time.Second), metav1.ListOptions{LabelSelector: "edge.kcp.io/projected=true"})
-		if err != nil {
-			return false, err.Error()
+	framework.EventuallyAssemblage(t, mailbox, placementAssemblage(t, f, "many"), func(a *edgev1alpha1.Assemblage) string {
+		if a == nil || a.Spec.ObjectCount != count+1 {
+			return fmt.Sprintf("the assemblage does not carry the namespace and the %d ConfigMaps yet: %v", count, a)
 		}
-		return len(list.Items) == count, fmt.Sprintf("%d of %d copies in the mailbox", len(list.Items), count)
+		return ""
 	})
 
 	slow := []string{"--edge-qps", "5", "--edge-burst", "1"}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 	"github.com/kcp-dev/edge-mc/test/framework"
 )
 
@@ -150,14 +151,19 @@ func TestFullCycle(t *testing.T) {
 		t.Errorf("the Secret's data did not arrive as written: %v", u)
 	}
 
-	t.Run("status goes back to the mailbox copy", func(t *testing.T) {
+	t.Run("status goes back to the assemblage's status", func(t *testing.T) {
 		dep := framework.GetObject(t, ec, deployments, "app", "web")
 		unstructured.SetNestedField(dep.Object, int64(2), "status", "readyReplicas")
 		unstructured.SetNestedField(dep.Object, int64(2), "status", "replicas")
 		if _, err := ec.Resource(deployments).Namespace("app").UpdateStatus(framework.Context(t, 10*time.Second), dep, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "status in the mailbox", mailbox, deployments, "app", "web", fieldIs("2", "status", "readyReplicas"))
+		objectReported(t, mailbox, placementAssemblage(t, f, "app"), "deployments.apps/app/web", func(o *edgev1alpha1.ObjectState) string {
+			if o.Status == nil || !strings.Contains(string(o.Status.Raw), `"readyReplicas":2`) {
+				return fmt.Sprintf("state %s, status %v", o.State, o.Status)
+			}
+			return ""
+		})
 	})
 
 	t.Run("up-sync: created, updated and deleted with the original", func(t *testing.T) {

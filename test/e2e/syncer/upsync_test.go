@@ -2,6 +2,7 @@ package syncer
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -126,8 +127,8 @@ func TestUpsyncReturn(t *testing.T) {
 		f.Kubectl(t, f.WMW, "patch", "configmap", "settings", "-n", "app", "--type=merge", "-p", `{"data":{"mode":"2"}}`)
 		eventually(t, "down-sync after the return", ecB, configMaps, "app", "settings", fieldIs("2", "data", "mode"))
 		mailboxB := framework.KCP(t).DynamicClient(t, f.Mailbox(t, "edge-b"))
-		if u := framework.GetObject(t, mailboxB, configMaps, "app", "report-a"); u != nil {
-			t.Errorf("the returned report-a was projected into the mailbox of edge-b: labels %v", u.GetLabels())
+		if a := framework.GetAssemblage(t, mailboxB, placementAssemblage(t, f, "reports")); a == nil || slices.Contains(a.Spec.Objects, "configmaps/app/report-a") {
+			t.Errorf("the returned report-a was placed into the assemblage for edge-b: %v", a)
 		}
 		if u := framework.GetObject(t, ecB, configMaps, "app", "report-a"); u != nil {
 			t.Errorf("the returned report-a reached edge-b")
