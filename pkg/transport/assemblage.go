@@ -288,6 +288,11 @@ func Decode(format, version string, pieces [][]byte) (*Document, error) {
 
 // DecodeAssemblage is Pieces and Decode.
 func DecodeAssemblage(a *edgev1alpha1.Assemblage, parts []*edgev1alpha1.AssemblagePart) (*Document, error) {
+	if !KnowsFormat(a.Spec.Format) {
+		// Said first: a syncer that cannot read the format cannot judge the rest either.
+		return nil, refused(RefusedUnknownFormat, "assemblage %s version %s: format %q is unknown to this syncer (it reads %v): upgrade the syncer",
+			a.Name, a.Spec.Version, a.Spec.Format, Formats)
+	}
 	pieces, err := Pieces(a, parts)
 	if err != nil {
 		return nil, err
