@@ -86,10 +86,17 @@ $(KWOK): hack/tools/kwok/go.mod hack/tools/kwok/go.sum
 
 ##@ Build
 
+# edge-mc's version, which every command's --version prints and each syncer reports in its
+# SyncerConfig: the tag of a release, `git describe` between releases, "dev" outside a git clone.
+ifeq ($(origin VERSION),undefined)
+VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+endif
+VERSION_LDFLAGS := -X github.com/kcp-dev/edge-mc/pkg/version.Version=$(VERSION)
+
 .PHONY: build
-build: ## Build edge-mc's binaries into bin/ (kubectl-edge, edge-controller-manager, edge-syncer).
-	@echo ">> building kubectl-edge, edge-controller-manager and edge-syncer into bin/"
-	@start=$$(date +%s); $(GO) build -o $(BIN)/ ./cmd/...; echo "   built in $$(( $$(date +%s) - start ))s"
+build: ## Build edge-mc's binaries into bin/ (kubectl-edge, edge-controller-manager, edge-syncer), at VERSION.
+	@echo ">> building kubectl-edge, edge-controller-manager and edge-syncer $(VERSION) into bin/"
+	@start=$$(date +%s); $(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/ ./cmd/...; echo "   built in $$(( $$(date +%s) - start ))s"
 
 IMAGE ?= edge-syncer:dev
 CONTAINER_TOOL ?= docker

@@ -21,6 +21,7 @@ import (
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 	"github.com/kcp-dev/edge-mc/pkg/manager"
+	"github.com/kcp-dev/edge-mc/pkg/version"
 	"github.com/kcp-dev/edge-mc/pkg/workspaces"
 )
 
@@ -36,6 +37,7 @@ func main() {
 	leaderElectionID := fs.String("leader-election-id", "edge-controller-manager", "name of the leader election Lease")
 	hostname, _ := os.Hostname()
 	identity := fs.String("identity", hostname+"-"+fmt.Sprint(os.Getpid()), "this replica's name in the leader election")
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	fs.AddGoFlagSet(klogFlags)
@@ -45,6 +47,10 @@ func main() {
 		}
 		fmt.Fprintf(os.Stderr, "error: %v\n", err)
 		os.Exit(2)
+	}
+	if *showVersion {
+		fmt.Println(version.String("edge-controller-manager"))
+		return
 	}
 	if err := manager.ValidateControllers(*controllers); err != nil {
 		fmt.Fprintf(os.Stderr, "error: --controllers: %v\n", err)
@@ -72,7 +78,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx = klog.NewContext(ctx, klog.Background().WithName("edge-controller-manager"))
-	klog.FromContext(ctx).Info("starting", "espw", espwPath, "controllers", strings.Join(*controllers, ","), "leaderElect", *leaderElect)
+	klog.FromContext(ctx).Info("starting", "version", version.Version, "espw", espwPath, "controllers", strings.Join(*controllers, ","), "leaderElect", *leaderElect)
 	if err := manager.Run(ctx, manager.Options{
 		LoadConfig:       loadConfig,
 		KubeconfigPath:   *kubeconfig,
