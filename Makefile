@@ -98,12 +98,38 @@ build: ## Build edge-mc's binaries into bin/ (kubectl-edge, edge-controller-mana
 	@echo ">> building kubectl-edge, edge-controller-manager and edge-syncer $(VERSION) into bin/"
 	@start=$$(date +%s); $(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/ ./cmd/...; echo "   built in $$(( $$(date +%s) - start ))s"
 
-IMAGE ?= edge-syncer:dev
-CONTAINER_TOOL ?= docker
+# Where make binaries, images and release write; tests point it at a directory of their own.
+OUTPUT ?= $(ROOT)/_output
+# The platforms of make binaries, images and release: edge clusters are often arm64.
+PLATFORMS ?= linux/amd64 linux/arm64
+# The repository the image layouts name their images in (<IMAGE_REPO>/<command>:<VERSION>), the
+# one kubectl edge prep-for-syncer defaults to. PUSH=<registry> pushes there instead.
+IMAGE_REPO ?= ghcr.io/kcp-dev/edge-mc
+PUSH ?=
+# The images' creation time and that of every file in them: the last commit's, so that the same
+# commit makes the same image digests.
+ifeq ($(origin SOURCE_DATE_EPOCH),undefined)
+SOURCE_DATE_EPOCH := $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+endif
+# Static, stripped and reproducible: no cgo, no build paths (Go's build ID depends only on the inputs).
+RELEASE_LDFLAGS := -s -w $(VERSION_LDFLAGS)
 
-.PHONY: image-syncer
-image-syncer: ## Build the edge-syncer container image IMAGE (default edge-syncer:dev) with CONTAINER_TOOL (docker or podman).
-	$(CONTAINER_TOOL) build -f cmd/edge-syncer/Dockerfile -t $(IMAGE) .
+.PHONY: binaries
+binaries: ## Static binaries of the three commands for each of PLATFORMS (linux/amd64 linux/arm64) into _output/bin/<os>_<arch>/ (OUTPUT= moves _output).
+	@for p in $(PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; \
+		echo ">> building kubectl-edge, edge-controller-manager and edge-syncer $(VERSION) for $$os/$$arch into $(OUTPUT)/bin/$${os}_$${arch}/"; \
+		start=$$(date +%s); \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "$(RELEASE_LDFLAGS)" -o $(OUTPUT)/bin/$${os}_$${arch}/ ./cmd/...; \
+		echo "   built in $$(( $$(date +%s) - start ))s"; \
+	done
+
+.PHONY: images
+images: binaries ## OCI image layouts of edge-syncer and edge-controller-manager for PLATFORMS into _output/images/, no container engine needed; PUSH=<registry> pushes them as <registry>/<command>:VERSION.
+	$(GO) run ./hack/images build --bin-dir $(OUTPUT)/bin --out $(OUTPUT)/images --version $(VERSION) \
+		--repository $(IMAGE_REPO) --platforms "$(PLATFORMS)" --created $(SOURCE_DATE_EPOCH)
+ifneq ($(PUSH),)
+	$(GO) run ./hack/images push --dir $(OUTPUT)/images --registry $(PUSH) --version $(VERSION)
+endif
 
 ##@ Code generation
 
