@@ -131,6 +131,15 @@ ifneq ($(PUSH),)
 	$(GO) run ./hack/images push --dir $(OUTPUT)/images --registry $(PUSH) --version $(VERSION)
 endif
 
+# Where the release's files would be downloaded from, for the krew manifest of kubectl edge.
+RELEASE_URL ?= https://github.com/kcp-dev/edge-mc/releases/download/$(VERSION)
+
+.PHONY: release
+release: images ## What a release would upload, into _output/release/: binaries (PLATFORMS) in archives, SHA256SUMS, the image layouts, the manifests, a krew manifest; nothing is published.
+	$(GO) run ./hack/release --version $(VERSION) --bin-dir $(OUTPUT)/bin --images $(OUTPUT)/images \
+		--out $(OUTPUT)/release --image-repo $(IMAGE_REPO) --platforms "$(PLATFORMS)" --url $(RELEASE_URL) \
+		--created $(SOURCE_DATE_EPOCH)
+
 ##@ Code generation
 
 .PHONY: codegen
