@@ -201,8 +201,20 @@ bench-summarizer: $(KCP) ## Status summarizer: BENCH_N (300) destinations x 10 D
 
 ##@ Try it
 
+# What make demo and the quickstart run: kcp (the center, and by default the edge clusters'
+# home) and kcp's kubectl ws; with DEMO_KUBE=1, the Kubernetes control plane and kwok of its edge
+# clusters too. Only these are built, not the rest of make tools.
+DEMO_TOOLS := $(KCP) $(KUBECTL_WS)
+ifeq ($(DEMO_KUBE),1)
+DEMO_TOOLS += $(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER) $(KWOK)
+endif
+
+.PHONY: demo-tools
+demo-tools: $(DEMO_TOOLS) ## Build only the pinned tools make demo uses: kcp and kubectl-ws (DEMO_KUBE=1: and kube-apiserver, kube-controller-manager, kube-scheduler, kwok).
+	@echo ">> the demo's tools are current in bin/"
+
 .PHONY: demo
-demo: tools build ## The whole system on this machine, an example workload and its status; stays up (docs/quickstart.md). DEMO_KUBE=1: real Kubernetes edges.
+demo: demo-tools build ## The whole system on this machine, an example workload and its status; stays up (docs/quickstart.md). DEMO_KUBE=1: real Kubernetes edges. Builds only what it runs.
 	hack/demo.sh up
 
 .PHONY: demo-down
