@@ -21,7 +21,7 @@ KCP_CLI_VERSION := v0.27.1
 # The Kubernetes release kcp $(KCP_VERSION) is built on; the edge clusters' control planes match it.
 KCP_KUBE_VERSION := v1.35.1
 KUBE_VERSION := v1.35.1
-KWOK_VERSION := v0.8.0
+KWOK_VERSION := v0.7.0
 CONTROLLER_TOOLS_VERSION := v0.20.1
 
 KCP := $(BIN)/kcp
