@@ -93,6 +93,10 @@ VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 endif
 VERSION_LDFLAGS := -X github.com/kcp-dev/edge-mc/pkg/version.Version=$(VERSION)
 
+.PHONY: version
+version: ## Print VERSION, the version that make build, images and release give edge-mc.
+	@echo $(VERSION)
+
 .PHONY: build
 build: ## Build edge-mc's binaries into bin/ (kubectl-edge, edge-controller-manager, edge-syncer), at VERSION.
 	@echo ">> building kubectl-edge, edge-controller-manager and edge-syncer $(VERSION) into bin/"
