@@ -86,17 +86,63 @@ $(KWOK): hack/tools/kwok/go.mod hack/tools/kwok/go.sum
 
 ##@ Build
 
+# edge-mc's version, which every command's --version prints and each syncer reports in its
+# SyncerConfig: the tag of a release, `git describe` between releases, "dev" outside a git clone.
+ifeq ($(origin VERSION),undefined)
+VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+endif
+VERSION_LDFLAGS := -X github.com/kcp-dev/edge-mc/pkg/version.Version=$(VERSION)
+
+.PHONY: version
+version: ## Print VERSION, the version that make build, images and release give edge-mc.
+	@echo $(VERSION)
+
 .PHONY: build
-build: ## Build edge-mc's binaries into bin/ (kubectl-edge, edge-controller-manager, edge-syncer).
-	@echo ">> building kubectl-edge, edge-controller-manager and edge-syncer into bin/"
-	@start=$$(date +%s); $(GO) build -o $(BIN)/ ./cmd/...; echo "   built in $$(( $$(date +%s) - start ))s"
+build: ## Build edge-mc's binaries into bin/ (kubectl-edge, edge-controller-manager, edge-syncer), at VERSION.
+	@echo ">> building kubectl-edge, edge-controller-manager and edge-syncer $(VERSION) into bin/"
+	@start=$$(date +%s); $(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/ ./cmd/...; echo "   built in $$(( $$(date +%s) - start ))s"
 
-IMAGE ?= edge-syncer:dev
-CONTAINER_TOOL ?= docker
+# Where make binaries, images and release write; tests point it at a directory of their own.
+OUTPUT ?= $(ROOT)/_output
+# The platforms of make binaries, images and release: edge clusters are often arm64.
+PLATFORMS ?= linux/amd64 linux/arm64
+# The repository the image layouts name their images in (<IMAGE_REPO>/<command>:<VERSION>), the
+# one kubectl edge prep-for-syncer defaults to. PUSH=<registry> pushes there instead.
+IMAGE_REPO ?= ghcr.io/kcp-dev/edge-mc
+PUSH ?=
+# The images' creation time and that of every file in them: the last commit's, so that the same
+# commit makes the same image digests.
+ifeq ($(origin SOURCE_DATE_EPOCH),undefined)
+SOURCE_DATE_EPOCH := $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+endif
+# Static, stripped and reproducible: no cgo, no build paths (Go's build ID depends only on the inputs).
+RELEASE_LDFLAGS := -s -w $(VERSION_LDFLAGS)
 
-.PHONY: image-syncer
-image-syncer: ## Build the edge-syncer container image IMAGE (default edge-syncer:dev) with CONTAINER_TOOL (docker or podman).
-	$(CONTAINER_TOOL) build -f cmd/edge-syncer/Dockerfile -t $(IMAGE) .
+.PHONY: binaries
+binaries: ## Static binaries of the three commands for each of PLATFORMS (linux/amd64 linux/arm64) into _output/bin/<os>_<arch>/ (OUTPUT= moves _output).
+	@for p in $(PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; \
+		echo ">> building kubectl-edge, edge-controller-manager and edge-syncer $(VERSION) for $$os/$$arch into $(OUTPUT)/bin/$${os}_$${arch}/"; \
+		start=$$(date +%s); \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "$(RELEASE_LDFLAGS)" -o $(OUTPUT)/bin/$${os}_$${arch}/ ./cmd/...; \
+		echo "   built in $$(( $$(date +%s) - start ))s"; \
+	done
+
+.PHONY: images
+images: binaries ## OCI image layouts of edge-syncer and edge-controller-manager for PLATFORMS into _output/images/, no container engine needed; PUSH=<registry> pushes them as <registry>/<command>:VERSION.
+	$(GO) run ./hack/images build --bin-dir $(OUTPUT)/bin --out $(OUTPUT)/images --version $(VERSION) \
+		--repository $(IMAGE_REPO) --platforms "$(PLATFORMS)" --created $(SOURCE_DATE_EPOCH)
+ifneq ($(PUSH),)
+	$(GO) run ./hack/images push --dir $(OUTPUT)/images --registry $(PUSH) --version $(VERSION)
+endif
+
+# Where the release's files would be downloaded from, for the krew manifest of kubectl edge.
+RELEASE_URL ?= https://github.com/kcp-dev/edge-mc/releases/download/$(VERSION)
+
+.PHONY: release
+release: images ## What a release would upload, into _output/release/: binaries (PLATFORMS) in archives, SHA256SUMS, the image layouts, the manifests, a krew manifest; nothing is published.
+	$(GO) run ./hack/release --version $(VERSION) --bin-dir $(OUTPUT)/bin --images $(OUTPUT)/images \
+		--out $(OUTPUT)/release --image-repo $(IMAGE_REPO) --platforms "$(PLATFORMS)" --url $(RELEASE_URL) \
+		--created $(SOURCE_DATE_EPOCH)
 
 ##@ Code generation
 
@@ -159,8 +205,20 @@ bench-summarizer: $(KCP) ## Status summarizer: BENCH_N (300) destinations x 10 D
 
 ##@ Try it
 
+# What make demo and the quickstart run: kcp (the center, and by default the edge clusters'
+# home) and kcp's kubectl ws; with DEMO_KUBE=1, the Kubernetes control plane and kwok of its edge
+# clusters too. Only these are built, not the rest of make tools.
+DEMO_TOOLS := $(KCP) $(KUBECTL_WS)
+ifeq ($(DEMO_KUBE),1)
+DEMO_TOOLS += $(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER) $(KWOK)
+endif
+
+.PHONY: demo-tools
+demo-tools: $(DEMO_TOOLS) ## Build only the pinned tools make demo uses: kcp and kubectl-ws (DEMO_KUBE=1: and kube-apiserver, kube-controller-manager, kube-scheduler, kwok).
+	@echo ">> the demo's tools are current in bin/"
+
 .PHONY: demo
-demo: tools build ## The whole system on this machine, an example workload and its status; stays up (docs/quickstart.md). DEMO_KUBE=1: real Kubernetes edges.
+demo: demo-tools build ## The whole system on this machine, an example workload and its status; stays up (docs/quickstart.md). DEMO_KUBE=1: real Kubernetes edges. Builds only what it runs.
 	hack/demo.sh up
 
 .PHONY: demo-down

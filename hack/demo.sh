@@ -256,7 +256,9 @@ preflight() {
     command -v etcd >/dev/null || fail "DEMO_KUBE=1 needs etcd on the PATH: apt-get update && apt-get install -y etcd-server"
   fi
   if [ ${#missing[@]} -gt 0 ]; then
-    fail "missing ${missing[*]}: run 'make tools build' (make demo does)"
+    local kube=""
+    [ "$MODE" = kube ] && kube="DEMO_KUBE=1 "
+    fail "missing ${missing[*]}: run '${kube}make demo-tools build' (make demo does)"
   fi
   command -v kubectl >/dev/null || fail "kubectl is not on the PATH"
   command -v curl >/dev/null || fail "curl is not on the PATH"

@@ -24,6 +24,7 @@ import (
 	"github.com/kcp-dev/edge-mc/pkg/mailbox"
 	"github.com/kcp-dev/edge-mc/pkg/manager"
 	placementtranslator "github.com/kcp-dev/edge-mc/pkg/placement-translator"
+	"github.com/kcp-dev/edge-mc/pkg/version"
 	"github.com/kcp-dev/edge-mc/pkg/workspaces"
 )
 
@@ -41,6 +42,7 @@ func main() {
 	identity := fs.String("identity", hostname+"-"+fmt.Sprint(os.Getpid()), "this replica's name in the leader election")
 	heartbeatInterval := fs.Duration("heartbeat-interval", placementtranslator.DefaultHeartbeatInterval, "how often every syncer renews its heartbeat (told to the syncers in their SyncerConfigs): the fleet's heartbeat cost is one write per edge cluster per interval")
 	heartbeatGrace := fs.Duration("heartbeat-grace-period", mailbox.DefaultHeartbeatGracePeriod, "how long after its last heartbeat a syncer counts as silent: its SyncTarget's SyncerReady turns Unknown and its destinations count as stale")
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	fs.AddGoFlagSet(klogFlags)
@@ -50,6 +52,10 @@ func main() {
 		}
 		fmt.Fprintf(os.Stderr, "error: %v\n", err)
 		os.Exit(2)
+	}
+	if *showVersion {
+		fmt.Println(version.String("edge-controller-manager"))
+		return
 	}
 	if err := manager.ValidateControllers(*controllers); err != nil {
 		fmt.Fprintf(os.Stderr, "error: --controllers: %v\n", err)
@@ -81,7 +87,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx = klog.NewContext(ctx, klog.Background().WithName("edge-controller-manager"))
-	klog.FromContext(ctx).Info("starting", "espw", espwPath, "controllers", strings.Join(*controllers, ","), "leaderElect", *leaderElect)
+	klog.FromContext(ctx).Info("starting", "version", version.Version, "espw", espwPath, "controllers", strings.Join(*controllers, ","), "leaderElect", *leaderElect)
 	if err := manager.Run(ctx, manager.Options{
 		LoadConfig:           loadConfig,
 		KubeconfigPath:       *kubeconfig,

@@ -28,6 +28,7 @@ import (
 
 	"github.com/kcp-dev/edge-mc/pkg/health"
 	"github.com/kcp-dev/edge-mc/pkg/syncer"
+	"github.com/kcp-dev/edge-mc/pkg/version"
 )
 
 func main() {
@@ -46,6 +47,7 @@ func main() {
 	httpAddress := fs.String("http-address", ":8080", "address serving /healthz, /readyz and /metrics")
 	hostname, _ := os.Hostname()
 	identity := fs.String("identity", hostname, "this syncer's name in its heartbeat Lease")
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	fs.AddGoFlagSet(klogFlags)
@@ -55,6 +57,12 @@ func main() {
 		}
 		fail("%v", err)
 	}
+	if *showVersion {
+		fmt.Println(version.String("edge-syncer"))
+		return
+	}
+	// The syncer reports its version in its SyncerConfig's status.syncerVersion.
+	syncer.Version = version.Version
 	switch {
 	case *from == "":
 		fail("--from-kubeconfig must name the mailbox kubeconfig (kubectl edge prep-for-syncer --kubeconfig-only prints it)")
@@ -95,7 +103,7 @@ func main() {
 	if _, err := health.Serve(*httpAddress, s.Ready); err != nil {
 		fail("%v", err)
 	}
-	logger.Info("starting", "version", syncer.Version, "syncTarget", *name, "uid", *uid, "mailbox", mailboxCfg.Host, "edge", edgeCfg.Host)
+	logger.Info("starting", "version", version.Version, "syncTarget", *name, "uid", *uid, "mailbox", mailboxCfg.Host, "edge", edgeCfg.Host)
 	if err := s.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		logger.Error(err, "stopped")
 		os.Exit(1)

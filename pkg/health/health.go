@@ -16,10 +16,21 @@ import (
 // Serve serves the endpoints on address in the background until the returned server is closed.
 // ready says whether the process is ready, or why not; /readyz answers 503 with that reason.
 func Serve(address string, ready func() (bool, string)) (*http.Server, error) {
+	return ServeChecks(address, func(map[string]bool) (bool, string) { return ready() })
+}
+
+// ServeChecks is Serve for a process whose readiness has parts that a caller may leave out, as
+// kube-apiserver's /readyz?exclude=<check> does: ready gets the names the request excludes
+// (/readyz?exclude=leader&exclude=... gives {"leader": true, ...}).
+func ServeChecks(address string, ready func(excluded map[string]bool) (bool, string)) (*http.Server, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if ok, why := ready(); !ok {
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		excluded := map[string]bool{}
+		for _, name := range r.URL.Query()["exclude"] {
+			excluded[name] = true
+		}
+		if ok, why := ready(excluded); !ok {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			_, _ = w.Write([]byte(why))
 			return

@@ -107,6 +107,13 @@ func ValidateControllers(names []string) error {
 	return nil
 }
 
+// LeaderCheck names the part of /readyz that only the leader passes: /readyz?exclude=leader
+// answers 200 on a replica that stands by, ready to take over.
+const LeaderCheck = "leader"
+
+// standingBy is /readyz's answer on a replica that stands by while another leads.
+const standingBy = "standing by: another replica leads"
+
 // Run runs the manager until ctx ends. It works in rounds: each round loads the kubeconfig,
 // waits for the ESPW, wins the leader election (if enabled) and runs the controllers. A round
 // ends when this replica loses the lease (kcp unreachable for longer than the renew deadline, for
@@ -121,9 +128,11 @@ func Run(ctx context.Context, o Options) error {
 	var ready atomic.Pointer[string]
 	notReady := "waiting for the ESPW"
 	ready.Store(&notReady)
-	// /readyz: the controllers' caches synced, or why not.
-	srv, err := health.Serve(o.HTTPAddress, func() (bool, string) {
-		if why := ready.Load(); why != nil {
+	// /readyz: the controllers' caches synced, or why not. /readyz?exclude=leader also counts a
+	// replica that stands by as ready: a Deployment's readiness probe asks that, so that its
+	// replicas are all available while one leads (and a rolling update can proceed).
+	srv, err := health.ServeChecks(o.HTTPAddress, func(excluded map[string]bool) (bool, string) {
+		if why := ready.Load(); why != nil && !(excluded[LeaderCheck] && *why == standingBy) {
 			return false, *why
 		}
 		return true, ""
@@ -286,7 +295,7 @@ func runRound(ctx context.Context, o Options, ready *atomic.Pointer[string]) err
 		runControllers(ctx)
 		return nil
 	}
-	standby := "standing by: another replica leads"
+	standby := standingBy
 	ready.Store(&standby)
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, "default", o.LeaderElectionID,
 		kube.Cluster(o.ESPW).CoreV1(), kube.Cluster(o.ESPW).CoordinationV1(),

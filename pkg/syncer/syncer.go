@@ -58,8 +58,9 @@ import (
 	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
-// Version is the syncer's version, reported in SyncerConfig status.syncerVersion. The build sets
-// it with -ldflags "-X github.com/kcp-dev/edge-mc/pkg/syncer.Version=...".
+// Version is the syncer's version, reported in SyncerConfig status.syncerVersion so that operators
+// see which edges run an old syncer. cmd/edge-syncer sets it from
+// github.com/kcp-dev/edge-mc/pkg/version.Version, which the build sets.
 var Version = "dev"
 
 // FieldManager is the field manager of the syncer's writes into its mailbox.

@@ -106,6 +106,12 @@ func TestSecondReplicaStandsBy(t *testing.T) {
 		code, body, err := second.Readyz()
 		return err == nil && strings.Contains(body, "standing by"), fmt.Sprintf("second replica /readyz: %d %q %v", code, body, err)
 	})
+	// What the readiness probe of config/deploy asks: a replica standing by counts as ready.
+	if resp, err := http.Get("http://" + second.HTTPAddress + "/readyz?exclude=leader"); err != nil {
+		t.Errorf("second replica /readyz?exclude=leader: %v", err)
+	} else if resp.Body.Close(); resp.StatusCode != http.StatusOK {
+		t.Errorf("second replica /readyz?exclude=leader: %s, want 200", resp.Status)
+	}
 	first.Stop()
 	second.WaitReady(t, time.Minute)
 	ensureLocation(t, imw, "edge-1")

@@ -1,0 +1,24 @@
+// Package version holds edge-mc's version, which the build sets, and what each command's
+// --version prints. make build and make release set it from `git describe --tags --always
+// --dirty`:
+//
+//	go build -ldflags "-X github.com/kcp-dev/edge-mc/pkg/version.Version=v0.1.0" ./cmd/...
+//
+// A plain `go build` leaves it "dev".
+package version
+
+import (
+	"fmt"
+	"runtime"
+)
+
+// Version is edge-mc's version: a release tag such as v0.1.0, `git describe` output between
+// releases (v0.1.0-3-gabc1234, with -dirty for uncommitted changes), or "dev" when the build did
+// not set it.
+var Version = "dev"
+
+// String is what a command's --version prints: its name, edge-mc's version, and the Go release
+// and platform it was built for, e.g. "edge-syncer v0.1.0 (go1.26.8 linux/arm64)".
+func String(program string) string {
+	return fmt.Sprintf("%s %s (%s %s/%s)", program, Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
