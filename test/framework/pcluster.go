@@ -294,6 +294,15 @@ func StartSyncer(t testing.TB, espw, imw logicalcluster.Path, syncTarget string,
 	return &Syncer{Process: StartProcess(t, "edge-syncer", args...), HTTPAddress: addr, UID: uid}
 }
 
+// WaitReady waits until the syncer's /readyz answers 200: it has reached its mailbox and its
+// edge cluster and synced its caches.
+func (s *Syncer) WaitReady(t testing.TB, timeout time.Duration) {
+	t.Helper()
+	if err := WaitReadyz(context.Background(), s.HTTPAddress, timeout, s.Exited); err != nil {
+		t.Fatalf("edge-syncer: %v", err)
+	}
+}
+
 // GetObject reads one object, or returns nil if it does not exist.
 func GetObject(t testing.TB, client dynamic.Interface, gvr schema.GroupVersionResource, namespace, name string) *unstructured.Unstructured {
 	t.Helper()
