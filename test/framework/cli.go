@@ -43,9 +43,19 @@ func RemoveCommands() {
 // directory, and returns it; the caller removes it.
 func BuildCommands() (string, error) { return BuildPackages("./cmd/...") }
 
+// RaceEnv names the environment variable that, set to 1, builds edge-mc's commands for the
+// tests with the race detector (go build -race), so that the controllers and the syncer run
+// under it with the e2e tests' real load; a test fails if a process it ran reports a data race.
+// The commands run several times slower so built.
+const RaceEnv = "EDGE_E2E_RACE"
+
+// RaceEnabled says whether EDGE_E2E_RACE asks for commands built with the race detector.
+func RaceEnabled() bool { return os.Getenv(RaceEnv) == "1" }
+
 // BuildPackages builds the given main packages of this tree (patterns relative to the
 // repository's root, such as ./cmd/...) into a new temporary directory, each binary named after
-// its package's directory, and returns the directory; the caller removes it.
+// its package's directory, and returns the directory; the caller removes it. With
+// EDGE_E2E_RACE=1 they are built with the race detector.
 func BuildPackages(patterns ...string) (string, error) {
 	root, err := RepoFile()
 	if err != nil {
@@ -55,7 +65,11 @@ func BuildPackages(patterns ...string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cmd := exec.Command("go", append([]string{"build", "-o", dir + string(os.PathSeparator)}, patterns...)...)
+	args := []string{"build", "-o", dir + string(os.PathSeparator)}
+	if RaceEnabled() {
+		args = append(args, "-race")
+	}
+	cmd := exec.Command("go", append(args, patterns...)...)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		os.RemoveAll(dir)
