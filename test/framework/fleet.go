@@ -28,6 +28,12 @@ type Fleet struct {
 // with the mailbox controller, the scheduler, the placement translator and the status summarizer.
 func NewFleet(t *testing.T, regions map[string]string) *Fleet {
 	t.Helper()
+	return NewFleetWithArgs(t, regions)
+}
+
+// NewFleetWithArgs is NewFleet with more arguments for edge-controller-manager, such as -v=10.
+func NewFleetWithArgs(t *testing.T, regions map[string]string, ecmArgs ...string) *Fleet {
+	t.Helper()
 	base := NewWorkspace(t)
 	f := &Fleet{ESPW: base.Join("espw"), WMW: base.Join("wmw"), IMW: base.Join("imw")}
 	KubectlEdge(t, "init", "--espw", f.ESPW.String()).MustSucceed(t)
@@ -36,7 +42,7 @@ func NewFleet(t *testing.T, regions map[string]string) *Fleet {
 	for name, region := range regions {
 		KubectlEdge(t, "ensure", "location", name, "region="+region, "--imw", f.IMW.String(), "--espw", f.ESPW.String()).MustSucceed(t)
 	}
-	f.ECM = StartControllerManager(t, f.ESPW, "--controllers", "mailbox,scheduler,placement-translator,status-summarizer")
+	f.ECM = StartControllerManager(t, f.ESPW, append([]string{"--controllers", "mailbox,scheduler,placement-translator,status-summarizer"}, ecmArgs...)...)
 	return f
 }
 

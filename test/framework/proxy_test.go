@@ -3,9 +3,13 @@ package framework
 import (
 	"bufio"
 	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // echoServer answers each line it reads with the same line, until the test ends.
@@ -177,5 +181,35 @@ func TestProxyCloseWhilePaused(t *testing.T) {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close did not return while the proxy was paused")
+	}
+}
+
+func TestProxyKubeconfig(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mailbox.kubeconfig")
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["mailbox"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:6443/clusters/root:espw:abc-mb-1", CertificateAuthorityData: []byte("ca")}
+	kc.AuthInfos["syncer"] = &clientcmdapi.AuthInfo{Token: "t"}
+	kc.Contexts["mailbox"] = &clientcmdapi.Context{Cluster: "mailbox", AuthInfo: "syncer"}
+	kc.CurrentContext = "mailbox"
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	p, err := proxyKubeconfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if p.Target() != "127.0.0.1:6443" {
+		t.Errorf("the proxy forwards to %s, want 127.0.0.1:6443", p.Target())
+	}
+	got, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "https://" + p.Addr() + "/clusters/root:espw:abc-mb-1"; got.Clusters["mailbox"].Server != want {
+		t.Errorf("server %s, want %s", got.Clusters["mailbox"].Server, want)
+	}
+	if string(got.Clusters["mailbox"].CertificateAuthorityData) != "ca" || got.AuthInfos["syncer"].Token != "t" {
+		t.Error("the rest of the kubeconfig changed")
 	}
 }
