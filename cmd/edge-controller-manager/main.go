@@ -20,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/logging"
 	"github.com/kcp-dev/edge-mc/pkg/manager"
 	"github.com/kcp-dev/edge-mc/pkg/workspaces"
 )
@@ -43,6 +44,11 @@ func main() {
 		if err == pflag.ErrHelp {
 			return
 		}
+		fmt.Fprintf(os.Stderr, "error: %v\n", err)
+		os.Exit(2)
+	}
+	lowered, err := logging.CapVerbosity(klogFlags)
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "error: %v\n", err)
 		os.Exit(2)
 	}
@@ -72,6 +78,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx = klog.NewContext(ctx, klog.Background().WithName("edge-controller-manager"))
+	if lowered != "" {
+		klog.FromContext(ctx).Info(lowered)
+	}
 	klog.FromContext(ctx).Info("starting", "espw", espwPath, "controllers", strings.Join(*controllers, ","), "leaderElect", *leaderElect)
 	if err := manager.Run(ctx, manager.Options{
 		LoadConfig:       loadConfig,

@@ -27,6 +27,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kcp-dev/edge-mc/pkg/health"
+	"github.com/kcp-dev/edge-mc/pkg/logging"
 	"github.com/kcp-dev/edge-mc/pkg/syncer"
 )
 
@@ -52,6 +53,10 @@ func main() {
 		if err == pflag.ErrHelp {
 			return
 		}
+		fail("%v", err)
+	}
+	lowered, err := logging.CapVerbosity(klogFlags)
+	if err != nil {
 		fail("%v", err)
 	}
 	switch {
@@ -91,6 +96,9 @@ func main() {
 	ctx = klog.NewContext(ctx, logger)
 	if _, err := health.Serve(*httpAddress, s.Ready); err != nil {
 		fail("%v", err)
+	}
+	if lowered != "" {
+		logger.Info(lowered)
 	}
 	logger.Info("starting", "syncTarget", *name, "uid", *uid, "mailbox", mailboxCfg.Host, "edge", edgeCfg.Host)
 	if err := s.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
