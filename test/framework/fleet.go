@@ -2,6 +2,7 @@ package framework
 
 import (
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -9,6 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kcp-dev/edge-mc/pkg/workspaces"
 )
 
 // Converge is how long the controllers and the syncers may take to reflect a change.
@@ -116,4 +121,24 @@ func FieldIs(want string, path ...string) func(u *unstructured.Unstructured) str
 		}
 		return ""
 	}
+}
+
+// SyncerCredential is the credential that `kubectl edge prep-for-syncer --kubeconfig-only` gives
+// for a SyncTarget of the fleet, loaded from the kubeconfig file it writes, and the mailbox that
+// the kubeconfig points at.
+func (f *Fleet) SyncerCredential(t *testing.T, syncTarget string) (*rest.Config, logicalcluster.Path) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), syncTarget+".kubeconfig")
+	KubectlEdge(t, "prep-for-syncer", syncTarget, "--imw", f.IMW.String(), "--espw", f.ESPW.String(),
+		"--kubeconfig-only", "-o", file).MustSucceed(t)
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		&clientcmd.ClientConfigLoadingRules{ExplicitPath: file}, nil).ClientConfig()
+	if err != nil {
+		t.Fatalf("loading the syncer kubeconfig of %s: %v", syncTarget, err)
+	}
+	_, mailbox := workspaces.Split(cfg)
+	if mailbox.Empty() {
+		t.Fatalf("the syncer kubeconfig of %s points at %s, not at a workspace", syncTarget, cfg.Host)
+	}
+	return cfg, mailbox
 }
