@@ -78,7 +78,6 @@ type KCPOption func(*kcpOptions)
 
 type kcpOptions struct {
 	users []User
-	args  []string
 }
 
 // User is an identity that kcp authenticates by a static bearer token (kcp's --token-auth-file),
@@ -93,11 +92,6 @@ type User struct {
 // Server.UserKubeconfig make clients and kubeconfigs that authenticate as them.
 func WithUsers(users ...User) KCPOption {
 	return func(o *kcpOptions) { o.users = append(o.users, users...) }
-}
-
-// WithArgs passes more flags to kcp start.
-func WithArgs(args ...string) KCPOption {
-	return func(o *kcpOptions) { o.args = append(o.args, args...) }
 }
 
 // RunWithKCP starts kcp, runs the tests, stops kcp and returns the exit code for os.Exit. When a
@@ -147,8 +141,8 @@ func startServer(opts ...KCPOption) (*Server, error) {
 		opt(&o)
 	}
 	if kc := os.Getenv("EDGE_E2E_KUBECONFIG"); kc != "" {
-		if len(o.users) > 0 || len(o.args) > 0 {
-			return nil, fmt.Errorf("these tests start kcp with flags of their own (users or arguments); unset EDGE_E2E_KUBECONFIG")
+		if len(o.users) > 0 {
+			return nil, fmt.Errorf("these tests start kcp with users of their own (framework.WithUsers); unset EDGE_E2E_KUBECONFIG")
 		}
 		s := &Server{KubeconfigPath: kc}
 		return s, s.connect()
@@ -192,7 +186,6 @@ func startServer(opts ...KCPOption) (*Server, error) {
 		s.tokens = tokens
 		s.args = append(s.args, "--token-auth-file", file)
 	}
-	s.args = append(s.args, o.args...)
 	start := time.Now()
 	fmt.Fprintf(os.Stderr, "framework: starting kcp on 127.0.0.1:%d (log %s)\n", ports[0], s.logPath)
 	if err := s.startProcess(); err != nil {
