@@ -68,6 +68,7 @@ func BuildPackages(patterns ...string) (string, error) {
 	args := []string{"build", "-o", dir + string(os.PathSeparator)}
 	if RaceEnabled() {
 		args = append(args, "-race")
+		fmt.Fprintf(os.Stderr, "framework: building %s with the race detector (%s=1)\n", strings.Join(patterns, " "), RaceEnv)
 	}
 	cmd := exec.Command("go", append(args, patterns...)...)
 	cmd.Dir = root
