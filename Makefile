@@ -164,16 +164,28 @@ lint: ## go vet and gofmt.
 	@echo ">> go vet and gofmt are clean"
 
 .PHONY: test-unit
-test-unit: ## Unit tests (no servers needed), including the workload-kinds schema generator.
+test-unit: ## Unit tests (no servers needed) with the race detector, the test harness's own, and the workload-kinds schema generator.
 	$(GO) test -race $$($(GO) list ./... | grep -v /test/)
+	$(GO) test -race -short ./test/framework/
 	cd hack/tools/kube && GOFLAGS=$(GOFLAGS_TOOLS) $(GO) test ./workload-crds/
+
+# FUZZTIME is how long test-fuzz runs each fuzz target; docs/reliability.md has a longer run.
+FUZZTIME ?= 3s
+
+.PHONY: test-fuzz
+test-fuzz: ## Every Go fuzz target under pkg/ and cmd/ for FUZZTIME (3s) each; a failing input is kept in the package's testdata/fuzz/.
+	FUZZTIME=$(FUZZTIME) hack/fuzz.sh
 
 .PHONY: test-e2e
 test-e2e: $(KCP) build ## End-to-end tests against a real kcp started by the test harness.
 	$(GO) test -count=1 -timeout 30m ./test/...
 
+.PHONY: test-e2e-race
+test-e2e-race: $(KCP) ## E2E tests of E2E_PACKAGE (./test/e2e/syncer/) with edge-mc's commands built with the race detector; a reported race fails the test.
+	EDGE_E2E_RACE=1 $(GO) test -count=1 -p 1 -timeout 60m $(or $(E2E_PACKAGE),./test/e2e/syncer/)
+
 .PHONY: test
-test: tools lint verify-codegen test-unit test-e2e ## Everything CI runs: lint, codegen drift, unit and e2e tests.
+test: tools lint verify-codegen test-unit test-fuzz test-e2e ## Everything CI runs: lint, codegen drift, unit tests (with the race detector), short fuzz runs, e2e tests.
 
 ##@ Benchmarks
 

@@ -21,6 +21,7 @@ import (
 	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/logging"
 	"github.com/kcp-dev/edge-mc/pkg/mailbox"
 	"github.com/kcp-dev/edge-mc/pkg/manager"
 	placementtranslator "github.com/kcp-dev/edge-mc/pkg/placement-translator"
@@ -57,6 +58,11 @@ func main() {
 		fmt.Println(version.String("edge-controller-manager"))
 		return
 	}
+	lowered, err := logging.CapVerbosity(klogFlags)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "error: %v\n", err)
+		os.Exit(2)
+	}
 	if err := manager.ValidateControllers(*controllers); err != nil {
 		fmt.Fprintf(os.Stderr, "error: --controllers: %v\n", err)
 		os.Exit(2)
@@ -87,6 +93,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx = klog.NewContext(ctx, klog.Background().WithName("edge-controller-manager"))
+	if lowered != "" {
+		klog.FromContext(ctx).Info(lowered)
+	}
 	klog.FromContext(ctx).Info("starting", "version", version.Version, "espw", espwPath, "controllers", strings.Join(*controllers, ","), "leaderElect", *leaderElect)
 	if err := manager.Run(ctx, manager.Options{
 		LoadConfig:           loadConfig,

@@ -27,6 +27,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kcp-dev/edge-mc/pkg/health"
+	"github.com/kcp-dev/edge-mc/pkg/logging"
 	"github.com/kcp-dev/edge-mc/pkg/syncer"
 	"github.com/kcp-dev/edge-mc/pkg/version"
 )
@@ -63,6 +64,10 @@ func main() {
 	}
 	// The syncer reports its version in its SyncerConfig's status.syncerVersion.
 	syncer.Version = version.Version
+	lowered, err := logging.CapVerbosity(klogFlags)
+	if err != nil {
+		fail("%v", err)
+	}
 	switch {
 	case *from == "":
 		fail("--from-kubeconfig must name the mailbox kubeconfig (kubectl edge prep-for-syncer --kubeconfig-only prints it)")
@@ -102,6 +107,9 @@ func main() {
 	ctx = klog.NewContext(ctx, logger)
 	if _, err := health.Serve(*httpAddress, s.Ready); err != nil {
 		fail("%v", err)
+	}
+	if lowered != "" {
+		logger.Info(lowered)
 	}
 	logger.Info("starting", "version", version.Version, "syncTarget", *name, "uid", *uid, "mailbox", mailboxCfg.Host, "edge", edgeCfg.Host)
 	if err := s.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {

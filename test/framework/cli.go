@@ -43,9 +43,19 @@ func RemoveCommands() {
 // directory, and returns it; the caller removes it.
 func BuildCommands() (string, error) { return BuildPackages("./cmd/...") }
 
+// RaceEnv names the environment variable that, set to 1, builds edge-mc's commands for the
+// tests with the race detector (go build -race), so that the controllers and the syncer run
+// under it with the e2e tests' real load; a test fails if a process it ran reports a data race.
+// The commands run several times slower so built.
+const RaceEnv = "EDGE_E2E_RACE"
+
+// RaceEnabled says whether EDGE_E2E_RACE asks for commands built with the race detector.
+func RaceEnabled() bool { return os.Getenv(RaceEnv) == "1" }
+
 // BuildPackages builds the given main packages of this tree (patterns relative to the
 // repository's root, such as ./cmd/...) into a new temporary directory, each binary named after
-// its package's directory, and returns the directory; the caller removes it.
+// its package's directory, and returns the directory; the caller removes it. With
+// EDGE_E2E_RACE=1 they are built with the race detector.
 func BuildPackages(patterns ...string) (string, error) {
 	root, err := RepoFile()
 	if err != nil {
@@ -55,7 +65,12 @@ func BuildPackages(patterns ...string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cmd := exec.Command("go", append([]string{"build", "-o", dir + string(os.PathSeparator)}, patterns...)...)
+	args := []string{"build", "-o", dir + string(os.PathSeparator)}
+	if RaceEnabled() {
+		args = append(args, "-race")
+		fmt.Fprintf(os.Stderr, "framework: building %s with the race detector (%s=1)\n", strings.Join(patterns, " "), RaceEnv)
+	}
+	cmd := exec.Command("go", append(args, patterns...)...)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		os.RemoveAll(dir)
@@ -81,14 +96,26 @@ func Kubectl(t testing.TB, args ...string) Result {
 	return run(t, "", kubectl, args...)
 }
 
-// KubectlApply runs `kubectl --server <workspace URL> apply -f -` with manifest on its input.
+// ApplyArgs are the arguments of `kubectl apply` as the tests run it, followed by args (such as
+// "-f", file): server-side apply (field manager edge-mc-e2e, taking over fields that another
+// manager set, as client-side apply would), validated by the server alone. So kubectl fetches
+// no OpenAPI document, which client-side apply and client-side validation do at every call;
+// serving OpenAPI v3 to concurrent clients crashed kcp v0.28.1 once (docs/reliability.md). The
+// server still refuses what its schemas refuse, and server-side apply refuses fields that a
+// built-in kind does not have.
+func ApplyArgs(args ...string) []string {
+	return append([]string{"apply", "--server-side", "--force-conflicts", "--field-manager=edge-mc-e2e", "--validate=false"}, args...)
+}
+
+// KubectlApply runs `kubectl --server <workspace URL> apply -f -` (with ApplyArgs) with manifest
+// on its input.
 func KubectlApply(t testing.TB, serverURL, manifest string) Result {
 	t.Helper()
 	kubectl, err := exec.LookPath("kubectl")
 	if err != nil {
 		t.Fatalf("kubectl is not on the PATH (the machine image provides kubectl v1.32): %v", err)
 	}
-	return run(t, manifest, kubectl, "--server", serverURL, "apply", "-f", "-")
+	return run(t, manifest, kubectl, append([]string{"--server", serverURL}, ApplyArgs("-f", "-")...)...)
 }
 
 // KubectlEdge runs `kubectl edge args...`.

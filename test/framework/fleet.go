@@ -2,6 +2,7 @@ package framework
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kcp-dev/edge-mc/pkg/workspaces"
 )
 
 // Converge is how long the controllers and the syncers may take to reflect a change.
@@ -34,6 +39,12 @@ func NewFleet(t *testing.T, regions map[string]string) *Fleet {
 	return newFleet(t, regions, "mailbox,scheduler,placement-translator,status-summarizer")
 }
 
+// NewFleetWithArgs is NewFleet with more arguments for edge-controller-manager, such as -v=10.
+func NewFleetWithArgs(t *testing.T, regions map[string]string, ecmArgs ...string) *Fleet {
+	t.Helper()
+	return newFleet(t, regions, "mailbox,scheduler,placement-translator,status-summarizer", ecmArgs...)
+}
+
 // NewMailboxFleet is NewFleet with edge-controller-manager running the mailbox controller only:
 // mailboxes, syncer identities and heartbeats, but nothing writes assemblages or SyncerConfigs
 // into the mailboxes, so that a test can write them itself (see WriteAssemblage).
@@ -42,7 +53,7 @@ func NewMailboxFleet(t *testing.T, regions map[string]string) *Fleet {
 	return newFleet(t, regions, "mailbox")
 }
 
-func newFleet(t *testing.T, regions map[string]string, controllers string) *Fleet {
+func newFleet(t *testing.T, regions map[string]string, controllers string, ecmArgs ...string) *Fleet {
 	t.Helper()
 	base := NewWorkspace(t)
 	f := &Fleet{ESPW: base.Join("espw"), WMW: base.Join("wmw"), IMW: base.Join("imw")}
@@ -57,7 +68,7 @@ func newFleet(t *testing.T, regions map[string]string, controllers string) *Flee
 		// The translator tells the syncers the interval; without it they keep the default.
 		args = append(args, FleetHeartbeatArgs...)
 	}
-	f.ECM = StartControllerManager(t, f.ESPW, args...)
+	f.ECM = StartControllerManager(t, f.ESPW, append(args, ecmArgs...)...)
 	return f
 }
 
@@ -135,4 +146,24 @@ func FieldIs(want string, path ...string) func(u *unstructured.Unstructured) str
 		}
 		return ""
 	}
+}
+
+// SyncerCredential is the credential that `kubectl edge prep-for-syncer --kubeconfig-only` gives
+// for a SyncTarget of the fleet, loaded from the kubeconfig file it writes, and the mailbox that
+// the kubeconfig points at.
+func (f *Fleet) SyncerCredential(t *testing.T, syncTarget string) (*rest.Config, logicalcluster.Path) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), syncTarget+".kubeconfig")
+	KubectlEdge(t, "prep-for-syncer", syncTarget, "--imw", f.IMW.String(), "--espw", f.ESPW.String(),
+		"--kubeconfig-only", "-o", file).MustSucceed(t)
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		&clientcmd.ClientConfigLoadingRules{ExplicitPath: file}, nil).ClientConfig()
+	if err != nil {
+		t.Fatalf("loading the syncer kubeconfig of %s: %v", syncTarget, err)
+	}
+	_, mailbox := workspaces.Split(cfg)
+	if mailbox.Empty() {
+		t.Fatalf("the syncer kubeconfig of %s points at %s, not at a workspace", syncTarget, cfg.Host)
+	}
+	return cfg, mailbox
 }

@@ -55,6 +55,7 @@ type Server struct {
 
 	dir     string
 	logPath string
+	tokens  map[string]string // user name to bearer token
 	bin     string
 	args    []string
 	cmd     *exec.Cmd
@@ -72,11 +73,32 @@ func KCP(t testing.TB) *Server {
 	return server
 }
 
+// KCPOption changes how RunWithKCP starts kcp.
+type KCPOption func(*kcpOptions)
+
+type kcpOptions struct {
+	users []User
+}
+
+// User is an identity that kcp authenticates by a static bearer token (kcp's --token-auth-file),
+// as an organisation's identity provider would: a person, not a ServiceAccount of a workspace.
+// It has no rights anywhere until a test grants it some.
+type User struct {
+	Name   string
+	Groups []string
+}
+
+// WithUsers makes kcp accept a bearer token for each of users; Server.UserConfig and
+// Server.UserKubeconfig make clients and kubeconfigs that authenticate as them.
+func WithUsers(users ...User) KCPOption {
+	return func(o *kcpOptions) { o.users = append(o.users, users...) }
+}
+
 // RunWithKCP starts kcp, runs the tests, stops kcp and returns the exit code for os.Exit. When a
 // test failed, the tail of kcp's log is printed.
-func RunWithKCP(m *testing.M) int {
+func RunWithKCP(m *testing.M, opts ...KCPOption) int {
 	var err error
-	server, err = startServer()
+	server, err = startServer(opts...)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "framework: %v\n", err)
 		if server != nil {
@@ -102,6 +124,9 @@ func StartKCP() (*Server, error) { return startServer() }
 // Stop stops a server started by StartKCP.
 func (s *Server) Stop() { s.stop() }
 
+// LogPath is the file kcp's output goes to ("" if kcp was not started here).
+func (s *Server) LogPath() string { return s.logPath }
+
 // PID is the kcp process's ID, or 0 if it was not started here.
 func (s *Server) PID() int {
 	if s.cmd == nil || s.cmd.Process == nil {
@@ -110,8 +135,15 @@ func (s *Server) PID() int {
 	return s.cmd.Process.Pid
 }
 
-func startServer() (*Server, error) {
+func startServer(opts ...KCPOption) (*Server, error) {
+	var o kcpOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if kc := os.Getenv("EDGE_E2E_KUBECONFIG"); kc != "" {
+		if len(o.users) > 0 {
+			return nil, fmt.Errorf("these tests start kcp with users of their own (framework.WithUsers); unset EDGE_E2E_KUBECONFIG")
+		}
 		s := &Server{KubeconfigPath: kc}
 		return s, s.connect()
 	}
@@ -145,6 +177,14 @@ func startServer() (*Server, error) {
 		"--embedded-etcd-client-port", strconv.Itoa(ports[1]),
 		"--embedded-etcd-peer-port", strconv.Itoa(ports[2]),
 		"--profiler-address", s.ProfilerAddress,
+	}
+	if len(o.users) > 0 {
+		file, tokens, err := writeTokenFile(dir, o.users)
+		if err != nil {
+			return nil, err
+		}
+		s.tokens = tokens
+		s.args = append(s.args, "--token-auth-file", file)
 	}
 	start := time.Now()
 	fmt.Fprintf(os.Stderr, "framework: starting kcp on 127.0.0.1:%d (log %s)\n", ports[0], s.logPath)

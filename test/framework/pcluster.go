@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -268,6 +269,8 @@ type Syncer struct {
 	*Process
 	HTTPAddress string
 	UID         string
+	// KubeconfigPath is its mailbox kubeconfig, from kubectl edge prep-for-syncer.
+	KubeconfigPath string
 }
 
 // StartSyncer runs edge-syncer for the SyncTarget of the inventory workspace imw into the edge
@@ -275,10 +278,35 @@ type Syncer struct {
 // prints, as an operator running it as a local process would.
 func StartSyncer(t testing.TB, espw, imw logicalcluster.Path, syncTarget string, p *PCluster, extra ...string) *Syncer {
 	t.Helper()
+	return startSyncer(t, espw, imw, syncTarget, p, nil, extra...)
+}
+
+// StartSyncerThroughProxy is StartSyncer with the syncer's connections to kcp going through a
+// Proxy of their own (its mailbox kubeconfig names the proxy as the server), so that the test can
+// cut them (Proxy.Stop, Proxy.Pause) and restore them (Proxy.Start) while every process runs.
+func StartSyncerThroughProxy(t testing.TB, espw, imw logicalcluster.Path, syncTarget string, p *PCluster, extra ...string) (*Syncer, *Proxy) {
+	t.Helper()
+	var proxy *Proxy
+	s := startSyncer(t, espw, imw, syncTarget, p, &proxy, extra...)
+	return s, proxy
+}
+
+// startSyncer is StartSyncer; with a non-nil proxy it starts a Proxy to kcp, points the mailbox
+// kubeconfig at it and sets *proxy.
+func startSyncer(t testing.TB, espw, imw logicalcluster.Path, syncTarget string, p *PCluster, proxy **Proxy, extra ...string) *Syncer {
+	t.Helper()
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "mailbox-"+syncTarget+".kubeconfig")
 	KubectlEdge(t, "prep-for-syncer", syncTarget, "--imw", imw.String(), "--espw", espw.String(),
 		"--kubeconfig-only", "-o", kubeconfig).MustSucceed(t)
+	if proxy != nil {
+		var err error
+		if *proxy, err = proxyKubeconfig(kubeconfig); err != nil {
+			t.Fatalf("putting a proxy between edge-syncer and kcp: %v", err)
+		}
+		t.Cleanup((*proxy).Close)
+		t.Logf("edge-syncer %s reaches kcp (%s) through a proxy on %s", syncTarget, (*proxy).Target(), (*proxy).Addr())
+	}
 	uid := strings.TrimSpace(Kubectl(t, "--server", KCP(t).ServerURL(imw), "get", "synctarget", syncTarget,
 		"-o", "jsonpath={.metadata.uid}").MustSucceed(t).Stdout)
 	ports, err := FreePorts(1)
@@ -291,7 +319,53 @@ func StartSyncer(t testing.TB, espw, imw logicalcluster.Path, syncTarget string,
 		"--sync-target-name", syncTarget, "--sync-target-uid", uid,
 		"--http-address", addr, "-v=2",
 	}, extra...)
-	return &Syncer{Process: StartProcess(t, "edge-syncer", args...), HTTPAddress: addr, UID: uid}
+	return &Syncer{Process: StartProcess(t, "edge-syncer", args...), HTTPAddress: addr, UID: uid, KubeconfigPath: kubeconfig}
+}
+
+// proxyKubeconfig starts a Proxy to the server of the kubeconfig file's clusters (all of them
+// must name the same host:port), and rewrites the file so that they name the proxy instead.
+func proxyKubeconfig(path string) (*Proxy, error) {
+	raw, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		return nil, err
+	}
+	target := ""
+	for name, c := range raw.Clusters {
+		u, err := url.Parse(c.Server)
+		if err != nil {
+			return nil, fmt.Errorf("cluster %s: server %q: %w", name, c.Server, err)
+		}
+		if target != "" && u.Host != target {
+			return nil, fmt.Errorf("the kubeconfig names two servers, %s and %s", target, u.Host)
+		}
+		target = u.Host
+	}
+	if target == "" {
+		return nil, fmt.Errorf("%s names no server", path)
+	}
+	proxy, err := StartProxy(target)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range raw.Clusters {
+		u, _ := url.Parse(c.Server)
+		u.Host = proxy.Addr()
+		c.Server = u.String()
+	}
+	if err := clientcmd.WriteToFile(*raw, path); err != nil {
+		proxy.Close()
+		return nil, err
+	}
+	return proxy, nil
+}
+
+// WaitReady waits until the syncer's /readyz answers 200: it has reached its mailbox and its
+// edge cluster and synced its caches.
+func (s *Syncer) WaitReady(t testing.TB, timeout time.Duration) {
+	t.Helper()
+	if err := WaitReadyz(context.Background(), s.HTTPAddress, timeout, s.Exited); err != nil {
+		t.Fatalf("edge-syncer: %v", err)
+	}
 }
 
 // GetObject reads one object, or returns nil if it does not exist.

@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -115,6 +116,10 @@ func StartProcess(t testing.TB, name string, args ...string) *Process {
 	}
 	p := &Process{Command: c, t: t, name: name}
 	t.Cleanup(func() {
+		p.Stop()
+		if raw, err := os.ReadFile(p.logPath); err == nil && bytes.Contains(raw, []byte(dataRaceMark)) {
+			t.Errorf("%s reported a data race (built with %s=1); its log %s says:\n%s", p.name, RaceEnv, p.logPath, raceReport(raw))
+		}
 		if t.Failed() {
 			raw, _ := os.ReadFile(p.logPath)
 			const max = 30000
@@ -123,9 +128,28 @@ func StartProcess(t testing.TB, name string, args ...string) *Process {
 			}
 			t.Logf("---- log of %s (%s) ----\n%s\n---- end of log of %s ----", p.name, p.logPath, raw, p.name)
 		}
-		p.Stop()
 	})
 	return p
+}
+
+// dataRaceMark begins each report of Go's race detector.
+const dataRaceMark = "WARNING: DATA RACE"
+
+// raceReport is the first data race report in a log, cut to a readable length.
+func raceReport(log []byte) string {
+	i := bytes.Index(log, []byte(dataRaceMark))
+	if i < 0 {
+		return ""
+	}
+	report := log[i:]
+	if end := bytes.Index(report, []byte("\n==================")); end > 0 {
+		report = report[:end]
+	}
+	const max = 8000
+	if len(report) > max {
+		report = report[:max]
+	}
+	return string(report)
 }
 
 // Restart starts the process again with the same arguments, after Stop or Kill.
@@ -134,6 +158,18 @@ func (p *Process) Restart() {
 	if err := p.Command.Restart(); err != nil {
 		p.t.Fatal(err)
 	}
+}
+
+// Crash kills the process with SIGKILL (kill -9: no shutdown code runs, as in a crash or a
+// node's power loss) and logs it; Restart starts it again.
+func (p *Process) Crash() {
+	p.t.Helper()
+	if p.Exited() {
+		p.t.Fatalf("%s was to be killed but had already exited", p.name)
+	}
+	pid := p.PID()
+	p.Kill()
+	p.t.Logf("kill -9 %s (pid %d)", p.name, pid)
 }
 
 // ControllerManager is an edge-controller-manager process with its HTTP address.
@@ -161,6 +197,14 @@ func StartControllerManagerNoWait(t testing.TB, espw logicalcluster.Path, extra 
 	addr := "127.0.0.1:" + strconv.Itoa(ports[0])
 	args := append([]string{"--kubeconfig", KCP(t).KubeconfigPath, "--espw", espw.String(), "--http-address", addr, "-v=2"}, extra...)
 	return &ControllerManager{Process: StartProcess(t, "edge-controller-manager", args...), HTTPAddress: addr}
+}
+
+// RestartReady starts edge-controller-manager again with the same arguments, after Stop, Kill
+// or Crash, and waits until it is ready.
+func (cm *ControllerManager) RestartReady(t testing.TB, timeout time.Duration) {
+	t.Helper()
+	cm.Restart()
+	cm.WaitReady(t, timeout)
 }
 
 // Readyz returns the status code and body of /readyz, or an error if it does not answer.

@@ -28,6 +28,30 @@ func Eventually(t testing.TB, timeout time.Duration, check func() (done bool, wh
 	}
 }
 
+// WaitAtLeast polls count every 100 ms until it reaches n, and returns the count it saw then;
+// it fails the test after timeout. A fault test uses it to strike at a chosen point of a
+// process, e.g. once n of a fan-out's objects have arrived at the edges.
+func WaitAtLeast(t testing.TB, timeout time.Duration, what string, count func() (int, error), n int) int {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	last, why := 0, ""
+	for {
+		got, err := count()
+		switch {
+		case err != nil:
+			why = err.Error()
+		case got >= n:
+			return got
+		default:
+			last, why = got, ""
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d after %s, not yet %d %s", what, last, timeout, n, why)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // Context returns a context that ends with the test, or after timeout.
 func Context(t testing.TB, timeout time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)

@@ -32,8 +32,8 @@ func TestInitEnsureAndEveryKind(t *testing.T) {
 	s := framework.KCP(t)
 	espw, imw, wmw := setUp(t)
 
-	framework.Kubectl(t, "--server", s.ServerURL(imw), "apply", "-f", "testdata/inventory.yaml").MustSucceed(t)
-	framework.Kubectl(t, "--server", s.ServerURL(wmw), "apply", "-f", "testdata/workload.yaml").MustSucceed(t)
+	framework.Kubectl(t, append([]string{"--server", s.ServerURL(imw)}, framework.ApplyArgs("-f", "testdata/inventory.yaml")...)...).MustSucceed(t)
+	framework.Kubectl(t, append([]string{"--server", s.ServerURL(wmw)}, framework.ApplyArgs("-f", "testdata/workload.yaml")...)...).MustSucceed(t)
 	// A workspace of the lean mailbox type, as the mailbox controller makes them, serves the
 	// SyncerConfig by its one default binding.
 	mailbox := espw.Join("test-mailbox")
@@ -43,7 +43,7 @@ metadata: {name: test-mailbox}
 spec: {type: {name: %s, path: "%s"}}
 `, edgev1alpha1.MailboxWorkspaceType, espw)).MustSucceed(t)
 	framework.Kubectl(t, "--server", s.ServerURL(espw), "wait", "--for=jsonpath={.status.phase}=Ready", "workspace/test-mailbox", "--timeout=60s").MustSucceed(t)
-	framework.Kubectl(t, "--server", s.ServerURL(mailbox), "apply", "-f", "testdata/mailbox.yaml").MustSucceed(t)
+	framework.Kubectl(t, append([]string{"--server", s.ServerURL(mailbox)}, framework.ApplyArgs("-f", "testdata/mailbox.yaml")...)...).MustSucceed(t)
 
 	ctx := framework.Context(t, time.Minute)
 	type want struct {

@@ -143,7 +143,7 @@ func TestSyncerReadyFollowsHeartbeat(t *testing.T) {
 kind: Lease
 metadata: {name: edge-syncer-heartbeat, namespace: default}
 spec: {holderIdentity: edge-syncer, leaseDurationSeconds: 20, renewTime: "%s"}`, at.UTC().Format("2006-01-02T15:04:05.000000Z"))
-		framework.Kubectl(t, "--kubeconfig", kubeconfig, "apply", "--server-side", "-f", writeFile(t, "lease.yaml", lease)).MustSucceed(t)
+		framework.Kubectl(t, append([]string{"--kubeconfig", kubeconfig}, framework.ApplyArgs("-f", writeFile(t, "lease.yaml", lease))...)...).MustSucceed(t)
 	}
 	renew(renewed)
 	framework.Eventually(t, 30*time.Second, func() (bool, string) {
@@ -222,7 +222,7 @@ func TestSyncerCredentialReachesOnlyItsMailbox(t *testing.T) {
 	other := getSyncTarget(t, imw, "edge-2").Status.MailboxWorkspace
 
 	cm := writeFile(t, "cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: probe, namespace: default}\ndata: {written: by-syncer}\n")
-	framework.Kubectl(t, "--kubeconfig", kubeconfig, "apply", "-f", cm).MustSucceed(t)
+	framework.Kubectl(t, append([]string{"--kubeconfig", kubeconfig}, framework.ApplyArgs("-f", cm)...)...).MustSucceed(t)
 	out := framework.Kubectl(t, "--kubeconfig", kubeconfig, "get", "configmap", "probe", "-n", "default", "-o", "jsonpath={.data.written}").MustSucceed(t).Stdout
 	if out != "by-syncer" {
 		t.Errorf("reading back from its own mailbox %s: got %q", own, out)

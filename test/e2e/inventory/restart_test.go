@@ -23,7 +23,7 @@ func TestCredentialAndMailboxSurviveKCPRestart(t *testing.T) {
 	before := mailboxes(t, espw)
 	kubeconfig := syncerKubeconfig(t, imw, "edge-1")
 	probe := writeFile(t, "cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: before-restart, namespace: default}\n")
-	framework.Kubectl(t, "--kubeconfig", kubeconfig, "apply", "-f", probe).MustSucceed(t)
+	framework.Kubectl(t, append([]string{"--kubeconfig", kubeconfig}, framework.ApplyArgs("-f", probe)...)...).MustSucceed(t)
 	stBefore := getSyncTarget(t, imw, "edge-1")
 
 	s.Kill()

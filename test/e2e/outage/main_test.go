@@ -1,7 +1,7 @@
 // Package outage tests that edge clusters ride out an outage of the center: with the kcp process
-// killed, edge-syncer leaves its edge cluster exactly as last applied, and once kcp is back it
-// converges without deleting or recreating anything that did not change. It has a package of
-// its own because it kills the package's kcp.
+// killed, or with a syncer's connection to it cut, edge-syncer leaves its edge cluster exactly as
+// last applied, and once the center is back it converges without deleting or recreating
+// anything that did not change. It has a package of its own because it kills the package's kcp.
 package outage
 
 import (

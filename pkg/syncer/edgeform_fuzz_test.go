@@ -1,0 +1,177 @@
+package syncer
+
+import (
+	"testing"
+	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+
+	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/transport"
+)
+
+// FuzzEdgeForm turns mailbox copies whose labels, annotations and data the fuzzer chooses into
+// what the syncer applies at the edge. It never panics; the result carries this syncer's marks
+// (created, the source, the hash of the rest), none of the mailbox's bookkeeping or kcp's keys,
+// and every other label, annotation and field as in the mailbox; the hash does not depend on the
+// ownership state; and the input is not modified.
+func FuzzEdgeForm(f *testing.F) {
+	f.Add("app", "web", "kcp.io/cluster", "x", "v", false)
+	f.Add(edgev1alpha1.LabelProjected, "true", edgev1alpha1.AnnotationProjectionHash, "abc", "", true)
+	f.Add(testOwn.label, "adopted", testOwn.hashAnnotation, "0", "%(x)", false)
+	f.Fuzz(func(t *testing.T, labelKey, labelValue, annotationKey, annotationValue, data string, denatured bool) {
+		for _, s := range []string{labelKey, labelValue, annotationKey, annotationValue, data} {
+			if !utf8.ValidString(s) {
+				return // objects read from a server hold only UTF-8 text
+			}
+		}
+		mb := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{
+				"name": "settings", "namespace": "app", "uid": "mailbox-uid", "resourceVersion": "7",
+				"labels":      map[string]any{labelKey: labelValue, edgev1alpha1.LabelSourceCluster: "wmw"},
+				"annotations": map[string]any{annotationKey: annotationValue, edgev1alpha1.AnnotationPlacements: "p"},
+			},
+			"data": map[string]any{"k": data},
+		}}
+		src := sourceKey{Resource: "configmaps", Namespace: "app", Name: "settings"}
+		if denatured {
+			mb.SetLabels(map[string]string{transport.LabelDenatured: "true", labelKey: labelValue})
+			manifest := map[string]any{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+				"metadata": map[string]any{"name": "hook", "labels": map[string]any{labelKey: labelValue},
+					"annotations": map[string]any{annotationKey: annotationValue}}, "x": data}
+			raw, err := utiljson.Marshal(manifest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mb.Object["data"] = map[string]any{transport.DenaturedDataKey: string(raw)}
+		}
+		before := mb.DeepCopy()
+		obj, ref, err := edgeForm(mb, src, testOwn)
+		if !equalJSON(mb.Object, before.Object) {
+			t.Fatal("edgeForm modified the mailbox copy")
+		}
+		if err != nil {
+			if !denatured {
+				t.Fatalf("a plain copy was refused: %v", err)
+			}
+			return // a manifest that the fuzzer made unparsable, e.g. with a key "apiVersion"
+		}
+		if obj.GetLabels()[testOwn.label] != ownerCreated {
+			t.Fatalf("not marked created: %v", obj.GetLabels())
+		}
+		annotations := obj.GetAnnotations()
+		if annotations[testOwn.sourceAnnotation] != src.String() {
+			t.Fatalf("source annotation %q, want %q", annotations[testOwn.sourceAnnotation], src.String())
+		}
+		// The hash covers everything but the owner label and the hash itself.
+		bare := obj.DeepCopy()
+		labels, bareAnnotations := bare.GetLabels(), bare.GetAnnotations()
+		delete(labels, testOwn.label)
+		delete(bareAnnotations, testOwn.hashAnnotation)
+		bare.SetLabels(labels)
+		bare.SetAnnotations(bareAnnotations)
+		if want := transport.Hash(bare.Object); annotations[testOwn.hashAnnotation] != want {
+			t.Fatalf("hash annotation %q, want %q (the hash of the rest)", annotations[testOwn.hashAnnotation], want)
+		}
+		adopted := obj.DeepCopy()
+		setLabel(adopted, testOwn.label, ownerAdopted)
+		if managed, created := testOwn.managedBy(adopted); !managed || created {
+			t.Fatalf("an adopted object reads as managed %v, created %v", managed, created)
+		}
+		for _, k := range mailboxOnlyLabels {
+			if _, ok := obj.GetLabels()[k]; ok {
+				t.Fatalf("the mailbox's label %s went to the edge", k)
+			}
+		}
+		for _, k := range mailboxOnlyAnnotations {
+			if _, ok := annotations[k]; ok {
+				t.Fatalf("the mailbox's annotation %s went to the edge", k)
+			}
+		}
+		if obj.GetUID() != "" || obj.GetResourceVersion() != "" {
+			t.Fatalf("the mailbox's uid or resourceVersion went to the edge")
+		}
+		ours := func(k string) bool {
+			return k == testOwn.label || k == testOwn.sourceAnnotation || k == testOwn.hashAnnotation
+		}
+		kept := func(what, k, v string, got map[string]string, mailboxOnly []string) {
+			if ours(k) || contains(mailboxOnly, k) || isKCP(k) {
+				return
+			}
+			if got[k] != v {
+				t.Fatalf("the %s %q=%q became %q at the edge", what, k, v, got[k])
+			}
+		}
+		// A denatured object's own labels and annotations are those of its manifest.
+		kept("label", labelKey, labelValue, obj.GetLabels(), mailboxOnlyLabels)
+		if denatured {
+			if ref.GVR.Resource != "validatingwebhookconfigurations" || ref.Name != "hook" || ref.Namespace != "" {
+				t.Fatalf("a denatured webhook goes to %v", ref)
+			}
+			if obj.Object["x"] != data {
+				t.Fatalf("the manifest's field x is %v, want %q", obj.Object["x"], data)
+			}
+			kept("annotation", annotationKey, annotationValue, annotations, mailboxOnlyAnnotations)
+			return
+		}
+		kept("annotation", annotationKey, annotationValue, annotations, mailboxOnlyAnnotations)
+		if ref.GVR.Resource != "configmaps" || ref.Namespace != "app" || ref.Name != "settings" {
+			t.Fatalf("a ConfigMap goes to %v", ref)
+		}
+		if got, _, _ := unstructured.NestedString(obj.Object, "data", "k"); got != data {
+			t.Fatalf("data.k is %q at the edge, want %q", got, data)
+		}
+	})
+}
+
+// isKCP says whether a label or annotation key is kcp's, as transport.Sanitize sees it.
+func isKCP(key string) bool {
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	u.SetLabels(map[string]string{key: "x"})
+	return len(transport.Sanitize(u).GetLabels()) == 0
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func equalJSON(a, b any) bool {
+	ja, erra := utiljson.Marshal(a)
+	jb, errb := utiljson.Marshal(b)
+	return erra == nil && errb == nil && string(ja) == string(jb)
+}
+
+// FuzzContainsAll checks the drift test on JSON documents the fuzzer chooses: a document
+// contains itself, and stays contained in what a server returns with fields of its own added.
+func FuzzContainsAll(f *testing.F) {
+	for _, s := range []string{`{"a": 1}`, `{"spec": {"replicas": 2, "ports": [{"port": 80}], "x": null, "m": {}}}`,
+		`[1, 2.5, "x", true, null]`, `{"n": 9007199254740993}`, `{"f": 1.0, "e": []}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var v any
+		if err := utiljson.Unmarshal(raw, &v); err != nil {
+			return
+		}
+		if !containsAll(v, v) {
+			t.Fatalf("%s does not contain itself", raw)
+		}
+		var live any
+		if err := utiljson.Unmarshal(raw, &live); err != nil {
+			t.Fatal(err)
+		}
+		if m, ok := live.(map[string]any); ok {
+			m["status"+string(raw)] = map[string]any{"added": "by the server"}
+			if !containsAll(live, v) {
+				t.Fatalf("%s with a field added does not contain the original", raw)
+			}
+		}
+	})
+}
