@@ -5,39 +5,39 @@ import (
 	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
-// FuzzEdgeForm turns mailbox copies whose labels, annotations and data the fuzzer chooses into
-// what the syncer applies at the edge. It never panics; the result carries this syncer's marks
-// (created, the source, the hash of the rest), none of the mailbox's bookkeeping or kcp's keys,
-// and every other label, annotation and field as in the mailbox; the hash does not depend on the
-// ownership state; and the input is not modified.
+// FuzzEdgeForm turns assemblage entries whose labels, annotations and data the fuzzer chooses
+// into what the syncer applies at the edge. It never panics; the result carries this syncer's
+// marks (the source, the assemblage, the hash of the rest) and no owner label, none of the
+// mailbox's bookkeeping or kcp's keys, and every other label, annotation and field as in the
+// entry; and the entry is not modified.
 func FuzzEdgeForm(f *testing.F) {
+	marks := transport.MarksFor("st-uid")
 	f.Add("app", "web", "kcp.io/cluster", "x", "v", false)
 	f.Add(edgev1alpha1.LabelProjected, "true", edgev1alpha1.AnnotationProjectionHash, "abc", "", true)
-	f.Add(testOwn.label, "adopted", testOwn.hashAnnotation, "0", "%(x)", false)
+	f.Add(marks.Label, "adopted", marks.HashAnnotation, "0", "%(x)", false)
 	f.Fuzz(func(t *testing.T, labelKey, labelValue, annotationKey, annotationValue, data string, denatured bool) {
 		for _, s := range []string{labelKey, labelValue, annotationKey, annotationValue, data} {
 			if !utf8.ValidString(s) {
 				return // objects read from a server hold only UTF-8 text
 			}
 		}
-		mb := &unstructured.Unstructured{Object: map[string]any{
+		object := map[string]any{
 			"apiVersion": "v1", "kind": "ConfigMap",
 			"metadata": map[string]any{
-				"name": "settings", "namespace": "app", "uid": "mailbox-uid", "resourceVersion": "7",
+				"name": "settings", "namespace": "app", "uid": "wmw-uid", "resourceVersion": "7",
 				"labels":      map[string]any{labelKey: labelValue, edgev1alpha1.LabelSourceCluster: "wmw"},
 				"annotations": map[string]any{annotationKey: annotationValue, edgev1alpha1.AnnotationPlacements: "p"},
 			},
 			"data": map[string]any{"k": data},
-		}}
-		src := sourceKey{Resource: "configmaps", Namespace: "app", Name: "settings"}
+		}
 		if denatured {
-			mb.SetLabels(map[string]string{transport.LabelDenatured: "true", labelKey: labelValue})
 			manifest := map[string]any{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
 				"metadata": map[string]any{"name": "hook", "labels": map[string]any{labelKey: labelValue},
 					"annotations": map[string]any{annotationKey: annotationValue}}, "x": data}
@@ -45,12 +45,14 @@ func FuzzEdgeForm(f *testing.F) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			mb.Object["data"] = map[string]any{transport.DenaturedDataKey: string(raw)}
+			object["metadata"].(map[string]any)["labels"] = map[string]any{transport.LabelDenatured: "true", labelKey: labelValue}
+			object["data"] = map[string]any{transport.DenaturedDataKey: string(raw)}
 		}
-		before := mb.DeepCopy()
-		obj, ref, err := edgeForm(mb, src, testOwn)
-		if !equalJSON(mb.Object, before.Object) {
-			t.Fatal("edgeForm modified the mailbox copy")
+		e := &transport.Entry{Version: "v1", Resource: "configmaps", Namespaced: true, Object: object}
+		before := runtime.DeepCopyJSON(object)
+		obj, ref, err := edgeForm(e, "asm-1", marks)
+		if !equalJSON(e.Object, before) {
+			t.Fatal("edgeForm modified the assemblage entry")
 		}
 		if err != nil {
 			if !denatured {
@@ -58,26 +60,23 @@ func FuzzEdgeForm(f *testing.F) {
 			}
 			return // a manifest that the fuzzer made unparsable, e.g. with a key "apiVersion"
 		}
-		if obj.GetLabels()[testOwn.label] != ownerCreated {
-			t.Fatalf("not marked created: %v", obj.GetLabels())
+		if _, ok := obj.GetLabels()[marks.Label]; ok {
+			t.Fatalf("edgeForm set the owner label: %v", obj.GetLabels())
 		}
 		annotations := obj.GetAnnotations()
-		if annotations[testOwn.sourceAnnotation] != src.String() {
-			t.Fatalf("source annotation %q, want %q", annotations[testOwn.sourceAnnotation], src.String())
+		if annotations[marks.SourceAnnotation] != e.Key().String() || annotations[marks.AssemblageAnnotation] != "asm-1" {
+			t.Fatalf("source %q and assemblage %q, want %q and asm-1", annotations[marks.SourceAnnotation], annotations[marks.AssemblageAnnotation], e.Key())
 		}
 		// The hash covers everything but the owner label and the hash itself.
 		bare := obj.DeepCopy()
-		labels, bareAnnotations := bare.GetLabels(), bare.GetAnnotations()
-		delete(labels, testOwn.label)
-		delete(bareAnnotations, testOwn.hashAnnotation)
-		bare.SetLabels(labels)
+		bareAnnotations := bare.GetAnnotations()
+		delete(bareAnnotations, marks.HashAnnotation)
 		bare.SetAnnotations(bareAnnotations)
-		if want := transport.Hash(bare.Object); annotations[testOwn.hashAnnotation] != want {
-			t.Fatalf("hash annotation %q, want %q (the hash of the rest)", annotations[testOwn.hashAnnotation], want)
+		if want := transport.Hash(bare.Object); annotations[marks.HashAnnotation] != want {
+			t.Fatalf("hash annotation %q, want %q (the hash of the rest)", annotations[marks.HashAnnotation], want)
 		}
-		adopted := obj.DeepCopy()
-		setLabel(adopted, testOwn.label, ownerAdopted)
-		if managed, created := testOwn.managedBy(adopted); !managed || created {
+		adopted := withLabel(obj, marks.Label, transport.OwnerAdopted)
+		if managed, created := marks.ManagedBy(adopted); !managed || created {
 			t.Fatalf("an adopted object reads as managed %v, created %v", managed, created)
 		}
 		for _, k := range mailboxOnlyLabels {
@@ -91,10 +90,10 @@ func FuzzEdgeForm(f *testing.F) {
 			}
 		}
 		if obj.GetUID() != "" || obj.GetResourceVersion() != "" {
-			t.Fatalf("the mailbox's uid or resourceVersion went to the edge")
+			t.Fatalf("the workspace's uid or resourceVersion went to the edge")
 		}
 		ours := func(k string) bool {
-			return k == testOwn.label || k == testOwn.sourceAnnotation || k == testOwn.hashAnnotation
+			return k == marks.Label || k == marks.SourceAnnotation || k == marks.HashAnnotation || k == marks.AssemblageAnnotation
 		}
 		kept := func(what, k, v string, got map[string]string, mailboxOnly []string) {
 			if ours(k) || contains(mailboxOnly, k) || isKCP(k) {
@@ -106,6 +105,7 @@ func FuzzEdgeForm(f *testing.F) {
 		}
 		// A denatured object's own labels and annotations are those of its manifest.
 		kept("label", labelKey, labelValue, obj.GetLabels(), mailboxOnlyLabels)
+		kept("annotation", annotationKey, annotationValue, annotations, mailboxOnlyAnnotations)
 		if denatured {
 			if ref.GVR.Resource != "validatingwebhookconfigurations" || ref.Name != "hook" || ref.Namespace != "" {
 				t.Fatalf("a denatured webhook goes to %v", ref)
@@ -113,10 +113,8 @@ func FuzzEdgeForm(f *testing.F) {
 			if obj.Object["x"] != data {
 				t.Fatalf("the manifest's field x is %v, want %q", obj.Object["x"], data)
 			}
-			kept("annotation", annotationKey, annotationValue, annotations, mailboxOnlyAnnotations)
 			return
 		}
-		kept("annotation", annotationKey, annotationValue, annotations, mailboxOnlyAnnotations)
 		if ref.GVR.Resource != "configmaps" || ref.Namespace != "app" || ref.Name != "settings" {
 			t.Fatalf("a ConfigMap goes to %v", ref)
 		}
