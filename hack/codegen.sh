@@ -22,7 +22,7 @@ echo ">> APIResourceSchemas and APIExport edge.kcp.io (apigen)"
 mkdir -p config/exports/edge
 log=$(mktemp); "$BIN/apigen" --input-dir config/crds --output-dir config/exports/edge >"$log" 2>&1 || { cat "$log" >&2; exit 1; }; rm -f "$log"
 
-echo ">> APIExport mailbox.edge.kcp.io (SyncerConfig and the heartbeat claim, split off edge.kcp.io)"
+echo ">> APIExport mailbox.edge.kcp.io (SyncerConfig, Assemblage, AssemblagePart, split off edge.kcp.io)"
 go run ./hack/gen-mailbox-export --edge-dir config/exports/edge --output-dir config/exports/mailbox
 
 echo ">> CRDs of the Kubernetes workload kinds (from Kubernetes' OpenAPI definitions)"

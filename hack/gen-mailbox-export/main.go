@@ -1,9 +1,10 @@
 // Command gen-mailbox-export splits the APIExport mailbox.edge.kcp.io off the APIExport
 // edge.kcp.io that kcp's apigen writes from all of the edge.kcp.io CRDs.
 //
-// A mailbox workspace needs only the SyncerConfig of the edge.kcp.io API, and every APIBinding
-// costs kcp memory in proportion to the resources it binds, in every workspace that holds it. So
-// SyncerConfig is served by its own small export, which the mailbox WorkspaceType binds, and
+// A mailbox workspace needs only the SyncerConfig, Assemblage and AssemblagePart of the
+// edge.kcp.io API, and every APIBinding costs kcp memory in proportion to the resources it
+// binds, in every workspace that holds it. So these are served by their own small export, which
+// the mailbox WorkspaceType binds, and
 // which carries the permission claim on the syncer's heartbeat Lease; edge.kcp.io, which
 // inventory and workload workspaces bind, serves the rest (its permission claims are added by
 // kubectl edge init). Both use the schemas apigen wrote. Running it again on its own output changes nothing.

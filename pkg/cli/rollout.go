@@ -202,6 +202,9 @@ func rolloutLine(p *edgev1alpha1.EdgePlacement) (line string, done bool, stalled
 	if p.Spec.Rollout == nil {
 		return fmt.Sprintf("EdgePlacement %s has no spec.rollout: every change goes to every destination at once", p.Name), true, ""
 	}
+	if !p.Spec.Rollout.Paces() {
+		return fmt.Sprintf("EdgePlacement %s's spec.rollout sets none of maxInFlight, stages, paused, jitter and maxFailures: every change goes to every destination at once", p.Name), true, ""
+	}
 	var total, updated, inFlight, failed int32
 	if r := p.Status.Rollout; r != nil {
 		for _, s := range r.Stages {
@@ -240,7 +243,7 @@ func printRollout(out io.Writer, p *edgev1alpha1.EdgePlacement) error {
 		fmt.Fprintln(out, stalled)
 	}
 	r := p.Status.Rollout
-	if p.Spec.Rollout == nil || r == nil {
+	if !p.Spec.Rollout.Paces() || r == nil {
 		return nil
 	}
 	if r.PausedAt != "" {

@@ -6,13 +6,15 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 )
 
 func rolloutPlacement() *edgev1alpha1.EdgePlacement {
 	p := &edgev1alpha1.EdgePlacement{ObjectMeta: metav1.ObjectMeta{Name: "web", Generation: 3}}
-	p.Spec.Rollout = &edgev1alpha1.RolloutStrategy{}
+	p.Spec.Rollout = &edgev1alpha1.RolloutStrategy{MaxInFlight: ptr.To(intstr.FromInt32(2))}
 	p.Status.Rollout = &edgev1alpha1.RolloutStatus{Revision: "abc", Stages: []edgev1alpha1.StageStatus{
 		{Name: "canary", Destinations: 2, Updated: 2},
 		{Name: "", Destinations: 8, Updated: 3, InFlight: 2, Waiting: 3},
@@ -42,6 +44,16 @@ func TestRolloutLine(t *testing.T) {
 	var out bytes.Buffer
 	if err := printRollout(&out, p); err != nil || !strings.Contains(out.String(), "canary") || !strings.Contains(out.String(), "(no stage)") {
 		t.Errorf("printRollout: %v\n%s", err, out.String())
+	}
+}
+
+func TestRolloutLineUnpaced(t *testing.T) {
+	p := rolloutPlacement()
+	// A soak time and a deadline alone hold nothing back: no rollout to wait for.
+	p.Spec.Rollout = &edgev1alpha1.RolloutStrategy{MinReadySeconds: 30, ProgressDeadlineSeconds: ptr.To[int32](60)}
+	line, done, stalled := rolloutLine(p)
+	if !done || stalled != "" || !strings.Contains(line, "none of maxInFlight") {
+		t.Errorf("line %q done %v stalled %q, want done with a line saying nothing paces", line, done, stalled)
 	}
 }
 

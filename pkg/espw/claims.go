@@ -53,9 +53,8 @@ func EdgeClaims(workloads *apisv1alpha2.APIExport) []apisv1alpha2.PermissionClai
 // mailbox binds through its WorkspaceType, and kcp accepts when it makes that binding (the
 // mailbox controller accepts claims added later). Through the export's virtual workspace they let
 // the controllers watch, across all mailboxes at once, the syncers' heartbeat Leases (mailbox
-// controller) and the copies and up-synced objects of kcp's built-in kinds (placement translator,
-// status summarizer). Copies of the workloads export's kinds are seen through that export's own
-// virtual workspace.
+// controller) and the up-synced objects of kcp's built-in kinds (placement translator). The
+// assemblages and SyncerConfigs are the export's own resources and need no claim.
 func MailboxClaims() []apisv1alpha2.PermissionClaim {
 	claims := []apisv1alpha2.PermissionClaim{{
 		GroupResource: apisv1alpha2.GroupResource{Group: "coordination.k8s.io", Resource: "leases"},

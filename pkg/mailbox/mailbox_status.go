@@ -42,7 +42,7 @@ func syncerCompatibility(status *edgev1alpha1.SyncTargetStatus, cfg *edgev1alpha
 	const cond = edgev1alpha1.SyncTargetSyncerCompatible
 	switch {
 	case cfg == nil || (cfg.Status.SyncerVersion == "" && len(cfg.Status.Formats) == 0 && cfg.Status.ObservedGeneration == 0):
-		setCondition(status, cond, metav1.ConditionUnknown, edgev1alpha1.ReasonHeartbeatMissing, "no syncer has reported in the mailbox yet")
+		setCondition(status, cond, metav1.ConditionUnknown, edgev1alpha1.ReasonSyncerNotReported, "no syncer has reported in the mailbox yet")
 	case slices.Contains(cfg.Status.Formats, transport.FormatV1):
 		setCondition(status, cond, metav1.ConditionTrue, edgev1alpha1.ReasonFormatsSupported,
 			fmt.Sprintf("the syncer (version %s) reads the assemblage format %s", versionText(cfg.Status.SyncerVersion), transport.FormatV1))

@@ -100,11 +100,11 @@ func (c *Controller) reconcileMailbox(ctx context.Context, name string) (time.Du
 			dest := dests[p.placement]
 			if reason, msg := c.dependencyProblem(p.placement, placement, mbc, placed, dest.Cluster+":"+dest.SyncTargetName); reason != "" {
 				res.problems = append(res.problems, problem{p.placement, reason, msg})
-				res.pending = true
+				res.hold(p.placement)
 				continue
 			}
 			if !c.permit(p.placement, placement, name, p.encoded.Version, d.revisions[p.placement]) {
-				res.pending = true
+				res.hold(p.placement)
 				continue
 			}
 			p.deliveredAt = c.now().UTC().Format(time.RFC3339)

@@ -123,8 +123,7 @@ func (c *Controller) placementOf(pk placementKey) *edgev1alpha1.EdgePlacement {
 // paced says whether a placement's versions go through the planner: it has a rollout strategy
 // that can hold a version back.
 func paced(p *edgev1alpha1.EdgePlacement) bool {
-	r := p.Spec.Rollout
-	return r != nil && (r.MaxInFlight != nil || r.Paused || len(r.Stages) > 0 || (r.Jitter != nil && r.Jitter.Duration > 0) || r.MaxFailures != nil)
+	return p.Spec.Rollout.Paces()
 }
 
 // permit records the version a mailbox should have for a placement, and says whether the

@@ -45,8 +45,20 @@ const maxProblemsInMessage = 3
 type mailboxResult struct {
 	placements []placementKey
 	problems   []problem
-	// pending: the mailbox is not done yet (e.g. waiting for an APIBinding).
+	// pending: the mailbox is not done yet for any of its placements (e.g. a workload
+	// resource's objects not known yet).
 	pending bool
+	// held: placements whose new version is not delivered here yet (their rollout or their
+	// dependencies hold it); the mailbox's other placements are not held up by them.
+	held map[placementKey]bool
+}
+
+// hold records that the placement pk's new version waits in this mailbox.
+func (r *mailboxResult) hold(pk placementKey) {
+	if r.held == nil {
+		r.held = map[placementKey]bool{}
+	}
+	r.held[pk] = true
 }
 
 // results holds the last outcome of every mailbox, and which mailboxes each placement has one in.
@@ -110,7 +122,7 @@ func (r *results) of(pk placementKey, mailboxes map[string]bool) (notDone int, p
 	defer r.mu.Unlock()
 	for mb := range mailboxes {
 		res, ok := r.byMailbox[mb]
-		if !ok || res.pending || !r.byPlacement[pk][mb] {
+		if !ok || res.pending || res.held[pk] || !r.byPlacement[pk][mb] {
 			notDone++
 			continue
 		}

@@ -313,6 +313,9 @@ func TestResultsOf(t *testing.T) {
 	r.set("clean", mailboxResult{placements: []placementKey{pkA}})
 	r.set("pending", mailboxResult{placements: []placementKey{pkA}, pending: true})
 	r.set("onlyB", mailboxResult{placements: []placementKey{pkB}, problems: []problem{{pkB, problemWrite, "b2"}}})
+	held := mailboxResult{placements: []placementKey{pkA, pkB}}
+	held.hold(pkB) // B's rollout holds its new version in this mailbox
+	r.set("heldB", held)
 
 	tests := []struct {
 		name         string
@@ -328,6 +331,8 @@ func TestResultsOf(t *testing.T) {
 		{"missing mailbox is not done", pkA, []string{"unknown"}, 1, nil},
 		{"pending mailbox is not done", pkA, []string{"pending"}, 1, nil},
 		{"mailbox not recording the placement is not done", pkA, []string{"onlyB"}, 1, nil},
+		{"a placement held by its rollout is not done", pkB, []string{"heldB"}, 1, nil},
+		{"another placement's hold does not hold this one", pkA, []string{"heldB"}, 0, nil},
 		{"all together", pkA, []string{"done", "clean", "pending", "onlyB", "unknown"}, 3, []string{"a1", "a2"}},
 	}
 	for _, tt := range tests {

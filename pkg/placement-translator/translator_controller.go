@@ -10,8 +10,10 @@
 // moves mailboxes of the previous transport (one copy per object) to assemblages once their
 // syncer reads them. The other way, it brings the objects that syncers up-synced into mailboxes,
 // as spec.upsync says, back into the workload workspaces (upsync.go), and never selects them for
-// down-sync. It reports in each placement's status (conditions Projected, Conflict,
-// ObjectTooLarge, Upsynced and UpsyncConflict) what it could not do, and why.
+// down-sync. It reports in each placement's status what it could not do, and why (conditions
+// Projected, with objects too large to travel among its problems, Conflict, Upsynced and
+// UpsyncConflict), and how its rollout goes (Progressing, RolloutStalled, RolloutComplete,
+// DependenciesReady; status.rollout).
 //
 // It reads the workload workspaces through the virtual workspace of the APIExport edge.kcp.io:
 // the placements, slices, Customizers, SyncTargets and Locations it serves, and the workload
@@ -58,7 +60,7 @@ import (
 // ControllerName names the controller in logs, metrics and --controllers.
 const ControllerName = "placement-translator"
 
-// FieldManager is the server-side-apply field manager of the copies and SyncerConfigs.
+// FieldManager is the server-side-apply field manager of the assemblages and SyncerConfigs.
 const FieldManager = "edge-placement-translator"
 
 const resyncPeriod = 10 * time.Minute

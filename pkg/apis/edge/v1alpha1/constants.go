@@ -26,7 +26,8 @@ const (
 	// PlacementUpsynced: the objects that spec.upsync covers come back into the placement's
 	// workspace. Set only on placements with spec.upsync.
 	PlacementUpsynced = "Upsynced"
-	// PlacementTooLarge: an object the placement selects is too large to travel even alone in an
+	// PlacementTooLarge is not a condition type but the reason of a problem that the Projected
+	// condition quotes: an object the placement selects is too large to travel even alone in an
 	// assemblage; it is left out, everything else is delivered.
 	PlacementTooLarge = "ObjectTooLarge"
 
@@ -92,7 +93,6 @@ const (
 	ReasonDependencyMissing   = "DependencyMissing"
 	ReasonDependencyNotPlaced = "DependencyNotPlaced"
 	ReasonDependencyCycle     = "DependencyCycle"
-	ReasonStageMatchesNothing = "StageMatchesNothing"
 
 	// Reasons of an Assemblage's conditions, written by the syncer.
 	ReasonVersionApplied   = "VersionApplied"
@@ -106,6 +106,9 @@ const (
 	ReasonReadable         = "Readable"
 	ReasonSyncerOutdated   = "SyncerOutdated"
 	ReasonFormatsSupported = "FormatsSupported"
+	// ReasonSyncerNotReported: SyncerCompatible Unknown, no syncer has written its SyncerConfig's
+	// status yet.
+	ReasonSyncerNotReported = "SyncerNotReported"
 )
 
 // Well-known labels and annotations.
@@ -122,8 +125,9 @@ const (
 	// can select exactly that SyncTarget (kubectl edge ensure location sets both).
 	LabelSyncTarget = "edge.kcp.io/synctarget"
 
-	// LabelProjected "true" marks a copy in a mailbox made by the placement translator; the
-	// translator deletes only these, and the syncer down-syncs only these.
+	// LabelProjected "true" marks a per-object copy in a mailbox, as the placement translator
+	// wrote them before assemblages. The translator deletes only these, once the mailbox's syncer
+	// reads assemblages; the syncer never reads them and strips the label from what it applies.
 	LabelProjected = "edge.kcp.io/projected"
 	// LabelUpsynced "true" marks an object in a mailbox that the syncer up-synced from its edge
 	// cluster; the syncer deletes only these, and the placement translator carries them back.
@@ -131,24 +135,24 @@ const (
 	// AnnotationCreateOnly "true" on a workload object: the syncer creates it at the edge when it
 	// is missing and never updates or repairs it afterwards.
 	AnnotationCreateOnly = "edge.kcp.io/create-only"
-	// AnnotationSyncError on a mailbox copy is why the syncer could not apply it at the edge.
+	// AnnotationSyncError on a mailbox copy (before assemblages) was why the syncer could not
+	// apply it at the edge; the syncer strips it from what it applies.
 	AnnotationSyncError = "edge.kcp.io/sync-error"
-	// AnnotationCreatedAtEdge on a mailbox copy of a create-only object is when the syncer
-	// created it at the edge; it is not created again.
+	// AnnotationCreatedAtEdge on a mailbox copy (before assemblages) of a create-only object was
+	// when the syncer created it at the edge; the syncer strips it from what it applies.
 	AnnotationCreatedAtEdge = "edge.kcp.io/created-at-edge"
 	// AnnotationUpsyncedFrom on an up-synced object, in a mailbox or in a workload workspace,
 	// names the SyncTarget it came from.
 	AnnotationUpsyncedFrom = "edge.kcp.io/upsynced-from"
 
-	// LabelSourceCluster on a mailbox copy is the logical cluster of the workload workspace its
-	// original is in.
+	// LabelSourceCluster on a mailbox copy (before assemblages) is the logical cluster of the
+	// workload workspace its original is in; the syncer strips it from what it applies.
 	LabelSourceCluster = "edge.kcp.io/source-cluster"
-	// AnnotationPlacements on a mailbox copy lists, comma-separated, the EdgePlacements of the
-	// source cluster that select its original.
+	// AnnotationPlacements on a mailbox copy (before assemblages) lists, comma-separated, the
+	// EdgePlacements of the source cluster that select its original.
 	AnnotationPlacements = "edge.kcp.io/placements"
-	// AnnotationProjectionHash on a mailbox copy is the hash of what the placement translator
-	// last wrote into it. The syncer reports the one it applied at the edge in SyncerConfig
-	// status.applied.
+	// AnnotationProjectionHash on a mailbox copy (before assemblages) is the hash of what the
+	// placement translator last wrote into it.
 	AnnotationProjectionHash = "edge.kcp.io/projection-hash"
 	// AnnotationSingletonStatusFrom on a workload object names the destination whose status the
 	// status summarizer copied onto it (wantSingletonReportedState).
@@ -175,9 +179,9 @@ const (
 	// WorkloadsAPIExportName serves the common Kubernetes workload kinds (Deployments, Jobs,
 	// Services, ...) so that workload and mailbox workspaces can hold them.
 	WorkloadsAPIExportName = "workloads.edge.kcp.io"
-	// MailboxAPIExportName serves what a mailbox holds besides the workload copies: the
-	// SyncerConfig, and a permission claim on the syncer's heartbeat Lease. Mailboxes bind it, and
-	// nothing else, by their WorkspaceType.
+	// MailboxAPIExportName serves what a mailbox holds: the SyncerConfig, the Assemblages and
+	// their AssemblageParts, and a permission claim on the syncer's heartbeat Lease. Mailboxes
+	// bind it, and nothing else, by their WorkspaceType.
 	MailboxAPIExportName = "mailbox.edge.kcp.io"
 	// ServiceProviderWorkspaceType is the WorkspaceType of the ESPW, created by 'kubectl edge init'
 	// in the ESPW's parent: like kcp's universal type, but it may also hold mailbox workspaces.

@@ -194,7 +194,8 @@ type RolloutStrategy struct {
 	Paused bool `json:"paused,omitempty"`
 
 	// jitter spreads a change that goes everywhere at once (no maxInFlight, no stages) over this
-	// window: each destination gets it at its own point in the window, the same for every version.
+	// window: each destination gets it at its own point in the window, drawn anew for each version
+	// from the destination's name and the version, so no destination is always first.
 	// +optional
 	Jitter *metav1.Duration `json:"jitter,omitempty"`
 
