@@ -430,8 +430,8 @@ place_workload() {
   local edge
   for edge in "${SELECTED[@]}"; do
     if [ "$MODE" = kube ]; then
-      wait_for "the Deployment to be Ready at $edge, as reported back to its mailbox" "$CONVERGE_TIMEOUT" \
-        "kcp edge-controller-manager syncer-$edge cluster-$edge" mailbox_deployment_ready "$edge"
+      wait_for "the workload to be Ready at $edge, as its syncer reports in the mailbox" "$CONVERGE_TIMEOUT" \
+        "kcp edge-controller-manager syncer-$edge cluster-$edge" assemblage_ready "$edge"
     else
       wait_for "the workload to be applied at $edge" "$CONVERGE_TIMEOUT" \
         "kcp edge-kcp edge-controller-manager syncer-$edge" workload_at_edge "$edge"
@@ -447,42 +447,50 @@ workload_at_edge() {
   kubectl --kubeconfig "$kc" get deployment hello -n "$NAMESPACE" -o name
 }
 
-# mailbox_deployment_ready EDGE: the Deployment's copy in the mailbox of EDGE reports all replicas
-# ready, as the syncer copied its status back from the edge.
-mailbox_deployment_ready() {
-  local mailbox got
-  mailbox=$(kubectl --server "$(url_of "$IMW")" get synctarget "$1" -o jsonpath='{.status.mailboxWorkspace}')
-  got=$(kubectl --server "$(url_of "$mailbox")" get deployment hello -n "$NAMESPACE" -o jsonpath='{.status.readyReplicas}') || return 1
-  [ "$got" = "$REPLICAS" ] || { echo "readyReplicas is '${got}'"; return 1; }
+# assemblage_state EDGE: the placement's assemblage in the mailbox of EDGE, as its syncer reports
+# it: "<version> <applied version> <pending> <applied> <ready> <failed>", empty if there is none.
+assemblage_state() {
+  local mailbox
+  mailbox=$(kubectl --server "$(url_of "$IMW")" get synctarget "$1" -o jsonpath='{.status.mailboxWorkspace}' 2>/dev/null) || return 0
+  [ -n "$mailbox" ] || return 0
+  kubectl --server "$(url_of "$mailbox")" get assemblages -l "edge.kcp.io/placement=$PLACEMENT" \
+    -o jsonpath='{range .items[*]}{.spec.version} {.status.appliedVersion} {.status.counts.pending} {.status.counts.applied} {.status.counts.ready} {.status.counts.failed}{"\n"}{end}' 2>/dev/null || true
+}
+
+# assemblage_ready EDGE: the syncer of EDGE applied the placement's current version and reports
+# every object of it ready (the Deployment's replicas available, by kstatus).
+assemblage_ready() {
+  local version applied pending appl ready failed
+  read -r version applied pending appl ready failed <<<"$(assemblage_state "$1")"
+  [ -n "$version" ] && [ "$applied" = "$version" ] && [ "${pending:-1}" = 0 ] && [ "${appl:-1}" = 0 ] &&
+    [ "${failed:-1}" = 0 ] && [ "${ready:-0}" -gt 0 ] || {
+    echo "assemblage: ${version:-none yet}, applied ${applied:-none}, pending ${pending:-?} applied ${appl:-?} ready ${ready:-?} failed ${failed:-?}"
+    return 1
+  }
 }
 
 # ---- the fleet status -------------------------------------------------------------------------
 
 # show_fleet_status prints where the example workload is and how it is doing.
 #
-# INTERIM, to be replaced when `kubectl edge status` is merged: everything between the step line
-# and the API-only note then becomes
-#     run kubectl edge status "$PLACEMENT" --wmw "$WMW"
-# and the last line's hint `kubectl edge status $PLACEMENT --wmw $WMW -w`. Until then it shows
-# the same facts with kubectl: the EdgePlacement, and for each edge cluster whether it is a
-# destination, the Deployment's copy in its mailbox (with the status that the syncer writes back
+# kubectl edge status prints the placement's summary; then, for each edge cluster, whether it is
+# a destination, the placement's assemblage in its mailbox (with the state that its syncer reports
 # from the edge), and what is at the edge itself. Everything the demo says about status is here.
 show_fleet_status() {
   export KUBECONFIG=$USER_KUBECONFIG
   step "Fleet status of EdgePlacement $PLACEMENT"
   wait_for "the status summarizer to report $PLACEMENT applied at its destinations" 120 "kcp edge-controller-manager" summary_settled
   run kubectl edge status "$PLACEMENT" --wmw "$WMW"
-  local destinations edge mailbox copy at_edge
+  local destinations edge asm at_edge
   destinations=" $(kubectl --server "$(url_of "$WMW")" get singleplacementslices -l "edge.kcp.io/placement=$PLACEMENT" \
     -o jsonpath='{range .items[*].destinations[*]}{.syncTargetName}{" "}{end}') "
-  printf '\n    %-8s %-7s %-12s %-34s %s\n' "EDGE" "REGION" "DESTINATION" "DEPLOYMENT hello (mailbox copy)" "AT THE EDGE (namespace $NAMESPACE)"
+  printf '\n    %-8s %-7s %-12s %-34s %s\n' "EDGE" "REGION" "DESTINATION" "ASSEMBLAGE (in the mailbox)" "AT THE EDGE (namespace $NAMESPACE)"
   for edge in "${EDGES[@]}"; do
-    mailbox=$(kubectl --server "$(url_of "$IMW")" get synctarget "$edge" -o jsonpath='{.status.mailboxWorkspace}' 2>/dev/null || true)
-    copy=$(deployment_copy_status "$mailbox")
+    asm=$(assemblage_summary "$edge")
     at_edge=$(edge_contents "$edge")
     local is_dest=no
     [[ $destinations == *" $edge "* ]] && is_dest=yes
-    printf '    %-8s %-7s %-12s %-34s %s\n' "$edge" "${REGION[$edge]}" "$is_dest" "$copy" "$at_edge"
+    printf '    %-8s %-7s %-12s %-34s %s\n' "$edge" "${REGION[$edge]}" "$is_dest" "$asm" "$at_edge"
   done
   if [ "$MODE" != kube ]; then
     info ""
@@ -508,23 +516,18 @@ summary_settled() {
   }
 }
 
-# deployment_copy_status MAILBOX: the Deployment's copy in the mailbox: ready/desired replicas.
-deployment_copy_status() {
-  local mailbox=$1 out
-  [ -n "$mailbox" ] || { echo "(no mailbox)"; return; }
-  out=$(kubectl --server "$(url_of "$mailbox")" get deployment hello -n "$NAMESPACE" \
-    -o jsonpath='{.spec.replicas} {.status.readyReplicas} {.metadata.annotations.edge\.kcp\.io/sync-error}' 2>/dev/null) || {
+# assemblage_summary EDGE: one line on the placement's assemblage in the mailbox of EDGE.
+assemblage_summary() {
+  local version applied pending appl ready failed
+  read -r version applied pending appl ready failed <<<"$(assemblage_state "$1")"
+  if [ -z "$version" ]; then
     echo "-"
-    return
-  }
-  local desired ready err
-  read -r desired ready err <<<"$out"
-  if [ -n "$err" ]; then
-    echo "refused at the edge: $err"
-  elif [ "$MODE" = kube ]; then
-    echo "${ready:-0}/$desired ready"
+  elif [ "$applied" != "$version" ]; then
+    echo "${version:0:8}, not applied yet"
+  elif [ "${failed:-0}" != 0 ]; then
+    echo "${version:0:8}: $failed failed (kubectl edge status --target $1)"
   else
-    echo "present, no status (API-only edge)"
+    echo "${version:0:8}: ${ready:-0} ready, ${appl:-0} applied"
   fi
 }
 
