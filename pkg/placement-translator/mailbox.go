@@ -90,6 +90,11 @@ func (c *Controller) reconcileMailbox(ctx context.Context, name string) (time.Du
 		cur := current[p.name]
 		if cur != nil && cur.Spec.Version == p.encoded.Version {
 			p.deliveredAt = cur.Annotations[AnnotationDeliveredAt]
+			// The rollout learns that this destination has its newest version (after a
+			// restart it knows nothing of it, and the destinations after it would wait).
+			if placement := c.placementOf(p.placement); placement != nil {
+				c.noteCurrent(p.placement, placement, name, p.encoded.Version, d.revisions[p.placement])
+			}
 		} else {
 			// A new version: it goes only when the placement's dependencies are ready here and
 			// its rollout permits.

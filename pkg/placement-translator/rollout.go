@@ -148,6 +148,24 @@ func (c *Controller) permit(pk placementKey, p *edgev1alpha1.EdgePlacement, mail
 	return false
 }
 
+// noteCurrent records that a mailbox holds the newest version of a paced placement, which needs
+// no permit. When the tracker did not know it (after a restart), the placement's rollout is
+// planned again: the destinations that waited for it may go.
+func (c *Controller) noteCurrent(pk placementKey, p *edgev1alpha1.EdgePlacement, mailbox, version, revision string) {
+	if !paced(p) {
+		return
+	}
+	c.rollouts.mu.Lock()
+	r := c.rollouts.of(pk, p.Status.Rollout)
+	known := r.desired[mailbox] == version
+	r.desired[mailbox] = version
+	r.publish(revision, c.now())
+	c.rollouts.mu.Unlock()
+	if !known {
+		c.queue.Add(queueKey{placement: pk})
+	}
+}
+
 // rolloutDestinations gathers the state of every destination of a placement. Call with the
 // tracker locked.
 func (c *Controller) rolloutDestinations(pk placementKey, r *placementRollout, now time.Time) []rolloutDestination {

@@ -122,9 +122,14 @@ func (r *results) of(pk placementKey, mailboxes map[string]bool) (notDone int, p
 	defer r.mu.Unlock()
 	for mb := range mailboxes {
 		res, ok := r.byMailbox[mb]
-		if !ok || res.pending || res.held[pk] || !r.byPlacement[pk][mb] {
+		if !ok || !r.byPlacement[pk][mb] {
 			notDone++
 			continue
+		}
+		// A mailbox not done still reports its problems: a placement that waits for its
+		// dependencies there says why.
+		if res.pending || res.held[pk] {
+			notDone++
 		}
 		for _, p := range res.problems {
 			if p.placement == pk {

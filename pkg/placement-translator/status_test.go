@@ -313,8 +313,8 @@ func TestResultsOf(t *testing.T) {
 	r.set("clean", mailboxResult{placements: []placementKey{pkA}})
 	r.set("pending", mailboxResult{placements: []placementKey{pkA}, pending: true})
 	r.set("onlyB", mailboxResult{placements: []placementKey{pkB}, problems: []problem{{pkB, problemWrite, "b2"}}})
-	held := mailboxResult{placements: []placementKey{pkA, pkB}}
-	held.hold(pkB) // B's rollout holds its new version in this mailbox
+	held := mailboxResult{placements: []placementKey{pkA, pkB}, problems: []problem{{pkB, "DependencyNotReady", "b-waits"}}}
+	held.hold(pkB) // B's dependencies hold its new version in this mailbox
 	r.set("heldB", held)
 
 	tests := []struct {
@@ -331,7 +331,7 @@ func TestResultsOf(t *testing.T) {
 		{"missing mailbox is not done", pkA, []string{"unknown"}, 1, nil},
 		{"pending mailbox is not done", pkA, []string{"pending"}, 1, nil},
 		{"mailbox not recording the placement is not done", pkA, []string{"onlyB"}, 1, nil},
-		{"a placement held by its rollout is not done", pkB, []string{"heldB"}, 1, nil},
+		{"a held placement is not done, and says why", pkB, []string{"heldB"}, 1, []string{"b-waits"}},
 		{"another placement's hold does not hold this one", pkA, []string{"heldB"}, 0, nil},
 		{"all together", pkA, []string{"done", "clean", "pending", "onlyB", "unknown"}, 3, []string{"a1", "a2"}},
 	}
