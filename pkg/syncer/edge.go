@@ -68,6 +68,9 @@ func (s *Syncer) edgeChanged(gvr schema.GroupVersionResource, old, obj *unstruct
 	if st != nil && st.plan != nil {
 		d = st.plan.byKey[key]
 	}
+	if st != nil && obj == nil {
+		st.goneAtEdge[key] = cur.GetUID()
+	}
 	s.mu.Unlock()
 	if st == nil {
 		return

@@ -84,6 +84,10 @@ type assemblageState struct {
 	// written is the status as last written (or found at start), and writtenAt when.
 	written   *edgev1alpha1.AssemblageStatus
 	writtenAt time.Time
+	// goneAtEdge is the UID of the last edge object of each key that the edge watch saw
+	// deleted: an applied object missing from the watch's cache is deleted only if its UID is
+	// there; otherwise the watch has not caught up with the syncer's own write yet.
+	goneAtEdge map[transport.Key]types.UID
 }
 
 func newAssemblageState(name string) *assemblageState {
@@ -94,6 +98,7 @@ func newAssemblageState(name string) *assemblageState {
 		appliedHash:     map[transport.Key]string{},
 		createdAt:       map[transport.Key]metav1.Time{},
 		restoredApplied: map[transport.Key]bool{},
+		goneAtEdge:      map[transport.Key]types.UID{},
 	}
 }
 

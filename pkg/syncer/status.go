@@ -193,6 +193,10 @@ func (s *Syncer) reportLocked(st *assemblageState, d *desired) (reported, bool) 
 			known = true
 			if obj, exists, _ := run.informer.GetStore().GetByKey(cacheKey(d.ref.Namespace, d.ref.Name)); exists {
 				live = asUnstructured(obj)
+			} else if r := st.results[d.key]; r != nil && r.outcome == outcomeApplied && r.uid != "" && st.goneAtEdge[d.key] != r.uid {
+				// Applied, and the watch has not seen it yet (a big object takes a moment):
+				// not known, rather than reported deleted at the edge.
+				known = false
 			}
 		}
 	}

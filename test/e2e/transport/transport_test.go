@@ -188,8 +188,8 @@ func TestFortyObjectsFromOneAssemblage(t *testing.T) {
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(list.Items[0].Object, a); err != nil {
 			t.Fatal(err)
 		}
-		if a.Spec.ObjectCount != 41 { // the CRD, the Namespace and 39 objects in it
-			t.Errorf("the assemblage of %s carries %d objects, want 41: %v", edgeName, a.Spec.ObjectCount, a.Spec.Objects)
+		if a.Spec.ObjectCount != 40 { // the CRD, the Namespace and 38 objects in it
+			t.Errorf("the assemblage of %s carries %d objects, want 40: %v", edgeName, a.Spec.ObjectCount, a.Spec.Objects)
 		}
 	}
 
@@ -202,11 +202,17 @@ func TestFortyObjectsFromOneAssemblage(t *testing.T) {
 	if assemblageWrites < 2 || assemblageWrites > 4 {
 		t.Errorf("%.0f writes of assemblages for 2 destinations, want 2 to 4", assemblageWrites)
 	}
-	for _, r := range []string{"configmaps", "secrets", "deployments", "widgets"} {
-		for req := range writes {
-			if strings.HasSuffix(req, " "+r) && !strings.HasPrefix(req, "DELETE") {
-				t.Errorf("the center wrote %s %.0f times: objects must travel inside assemblages only", req, writes[req])
+	// No object is created or applied in the center: a copy in a mailbox would be. The status
+	// summarizer's count annotation on each workload object in the workload workspace is a
+	// merge patch through the export's virtual workspace, which kcp serves as a PATCH and a PUT.
+	for _, r := range []string{"configmaps", "secrets", "deployments", "services", "widgets"} {
+		for _, verb := range []string{"POST", "APPLY", "CREATE"} {
+			if n := writes[verb+" "+r]; n > 0 {
+				t.Errorf("the center wrote %s %s %.0f times: objects must travel inside assemblages only", verb, r, n)
 			}
+		}
+		if n := writes["PATCH "+r]; n > 0 {
+			t.Logf("%s: %.0f annotation patches of the workload objects by the status summarizer", r, n)
 		}
 	}
 
