@@ -99,7 +99,7 @@ spec: {type: {name: %s, path: "%s"}}
 		}
 	}
 	out = framework.Kubectl(t, "--server", s.ServerURL(imw), "get", "synctargets").MustSucceed(t).Stdout
-	for _, col := range []string{"MAILBOXREADY", "SYNCERREADY", "HEARTBEAT", "edge-1"} {
+	for _, col := range []string{"MAILBOXREADY", "SYNCERREADY", "SYNCERCOMPATIBLE", "edge-1"} {
 		if !strings.Contains(out, col) {
 			t.Errorf("kubectl get synctargets lacks %q:\n%s", col, out)
 		}
