@@ -99,9 +99,15 @@ spec: {type: {name: %s, path: "%s"}}
 		}
 	}
 	out = framework.Kubectl(t, "--server", s.ServerURL(imw), "get", "synctargets").MustSucceed(t).Stdout
-	for _, col := range []string{"MAILBOXREADY", "SYNCERREADY", "SYNCERCOMPATIBLE", "edge-1"} {
+	for _, col := range []string{"MAILBOXREADY", "SYNCERREADY", "AGE", "edge-1"} {
 		if !strings.Contains(out, col) {
 			t.Errorf("kubectl get synctargets lacks %q:\n%s", col, out)
+		}
+	}
+	out = framework.Kubectl(t, "--server", s.ServerURL(imw), "get", "synctargets", "-o", "wide").MustSucceed(t).Stdout
+	for _, col := range []string{"MAILBOX", "SYNCERCOMPATIBLE"} {
+		if !strings.Contains(out, col) {
+			t.Errorf("kubectl get synctargets -o wide lacks %q:\n%s", col, out)
 		}
 	}
 }
