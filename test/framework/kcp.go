@@ -293,7 +293,8 @@ func (s *Server) waitReady() error {
 	for {
 		select {
 		case <-s.exited:
-			return fmt.Errorf("kcp exited before it was ready (%v)", s.cmd.ProcessState)
+			tail, _ := lastLines(s.logPath, 5)
+			return fmt.Errorf("kcp exited before it was ready (%v); the end of its log:\n%s", s.cmd.ProcessState, strings.Join(tail, "\n"))
 		case <-ctx.Done():
 			return fmt.Errorf("kcp was not ready within %s: %v", kcpStartTimeout, last)
 		case <-tick.C:
