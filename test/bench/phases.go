@@ -8,9 +8,11 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -29,6 +31,25 @@ import (
 // kcp's webhook admission plugins are built anew on every write.
 const noWebhookAdmission = "--disable-admission-plugins=apis.kcp.io/MutatingWebhook,apis.kcp.io/ValidatingWebhook"
 
+// kcpAccepts checks that bin/kcp's start command takes the flag named by arg (--name=value), as
+// `kcp start options` lists them, so that a run it cannot make fails before the set-up.
+func kcpAccepts(ctx context.Context, arg string) error {
+	name, _, _ := strings.Cut(arg, "=")
+	bin, err := framework.RepoFile("bin", "kcp")
+	if err != nil {
+		return err
+	}
+	out, err := exec.CommandContext(ctx, bin, "start", "options").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s start options: %w\n%s", bin, err, out)
+	}
+	if !strings.Contains(string(out), name+" ") {
+		return fmt.Errorf("%s does not take %s: `kcp start options` does not list it (kcp lets its start command take only some of the generic API server's flags, and this build refuses that one), so the center cannot be started with %s",
+			bin, name, arg)
+	}
+	return nil
+}
+
 // run sets up the fleet, runs every phase, prints the table on out and writes the JSON.
 func run(ctx context.Context, c config, out io.Writer) (*result, error) {
 	if os.Getenv("EDGE_E2E_KUBECONFIG") != "" {
@@ -43,6 +64,9 @@ func run(ctx context.Context, c config, out io.Writer) (*result, error) {
 	say("machine: %d cores, load average %.2f %.2f %.2f, %.1f of %.1f GB available",
 		res.Machine.Cores, res.Machine.LoadAverage[0], res.Machine.LoadAverage[1], res.Machine.LoadAverage[2], res.Machine.MemAvailableGBStart, res.Machine.MemTotalGB)
 	if c.NoWebhookAdmission {
+		if err := kcpAccepts(ctx, noWebhookAdmission); err != nil {
+			return nil, fmt.Errorf("-no-webhook-admission: %w", err)
+		}
 		say("the center kcp runs with %s", noWebhookAdmission)
 	}
 
