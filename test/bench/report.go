@@ -264,7 +264,7 @@ func printTable(w io.Writer, r *result) {
 		fmt.Fprintf(w, "| status: a Deployment turned ready at an edge to status.summary.ready, %d destinations, p50 / p99 / max | %.2f / %.2f / %.2f s | p99 < 1 s |\n",
 			st.Destinations, *st.P50Seconds, *st.P99Seconds, *st.MaxSeconds)
 	} else {
-		fmt.Fprintf(w, "| status: a Deployment turned ready at an edge to status.summary.ready | not measured: %s | p99 < 1 s |\n", st.NotMeasured)
+		fmt.Fprintf(w, "| status: a Deployment turned ready at an edge to status.summary.ready | not measured: %s | p99 < 1 s |\n", cell(st.NotMeasured))
 	}
 	i := r.Idle
 	fmt.Fprintf(w, "| idle %.0f s: CPU of edge-controller-manager / the syncers' process (all %d) | %.1f%% / %.1f%% of a core | < 5%% each |\n", i.WindowSeconds, c.N, i.ControllerCPUPercent, i.SyncersCPUPercent)
@@ -273,7 +273,7 @@ func printTable(w io.Writer, r *result) {
 		fmt.Fprintf(w, "| idle %.0f s: CPU of the same kcp holding %d bare workspaces, no clients (separate, after the fleet stopped) | %.1f%% of a core | |\n", b.WindowSeconds, b.Workspaces, b.CPUPercent)
 		fmt.Fprintf(w, "| idle center kcp / bare kcp | %.2fx | <= 2x |\n", i.CenterKCPRatioToBare)
 	} else {
-		fmt.Fprintf(w, "| idle center kcp / the same kcp holding %d bare workspaces | not measured: %s | <= 2x |\n", c.N, b.NotMeasured)
+		fmt.Fprintf(w, "| idle center kcp / the same kcp holding %d bare workspaces | not measured: %s | <= 2x |\n", c.N, cell(b.NotMeasured))
 	}
 	fmt.Fprintf(w, "| idle: requests the center kcp served, most frequent | %s | |\n", describeRequests(i.CenterKCPRequests, true, 10))
 	if b := r.Bare; b.Measured {
@@ -291,6 +291,11 @@ func printTable(w io.Writer, r *result) {
 	if b := r.Bare; b.Measured {
 		fmt.Fprintf(w, "| bare kcp RSS: fresh / with %d workspaces, per workspace | %.0f / %.0f MB, %.1f MB | |\n", b.Workspaces, b.FreshRSSMB, b.RSSMB, b.MBPerWorkspace)
 	}
+}
+
+// cell makes text fit in one cell of a markdown table.
+func cell(s string) string {
+	return strings.NewReplacer("\n", " / ", "|", "\\|").Replace(s)
 }
 
 // seconds returns the durations from t0 to each time, sorted.
