@@ -196,9 +196,9 @@ BENCH_N ?=
 BENCH_K ?= 10
 
 .PHONY: bench
-bench: $(KCP) ## Fleet benchmark: BENCH_N (300) destinations with syncers and edge clusters, BENCH_K (10) objects each; fan-out, update, status, idle, memory vs. raw writes.
+bench: $(KCP) ## Fleet benchmark: BENCH_N (300) destinations with syncers and edge clusters, BENCH_K (10) objects each; fan-out, update, status, idle, memory vs. raw writes. BENCH_ARGS adds flags (e.g. -no-webhook-admission).
 	@mkdir -p _output
-	$(GO) run ./test/bench -n $(or $(BENCH_N),300) -k $(BENCH_K) -json _output/bench.json
+	$(GO) run ./test/bench -n $(or $(BENCH_N),300) -k $(BENCH_K) -json _output/bench.json $(BENCH_ARGS)
 
 .PHONY: bench-mailboxes
 bench-mailboxes: $(KCP) ## Mailbox controller: BENCH_N (1000) SyncTargets to MailboxReady vs. raw workspace creation, memory.

@@ -6,16 +6,20 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/kcp-dev/edge-mc/test/framework"
 )
 
-// TestSmallFleet runs the whole benchmark on a small fleet, to keep the harness working: every
-// phase must complete and the JSON must hold every figure. What the figures are is the
-// benchmark's to report, not this test's to judge.
+// TestSmallFleet runs the whole benchmark on a small fleet, as a user would, and checks what a
+// user would check of its output: every phase completed, every figure is there and sane (the
+// objects reached every edge, the center's writes were counted, each ratio was computed), and
+// the table says the same. How fast is the benchmark's to report, not this test's to judge.
 func TestSmallFleet(t *testing.T) {
 	if os.Getenv("EDGE_E2E_KUBECONFIG") != "" {
-		t.Skip("the fleet benchmark starts two kcp servers of its own; unset EDGE_E2E_KUBECONFIG to run it")
+		t.Skip("the fleet benchmark starts kcp servers of its own; unset EDGE_E2E_KUBECONFIG to run it")
 	}
 	dir := t.TempDir()
 	c := config{
@@ -26,7 +30,7 @@ func TestSmallFleet(t *testing.T) {
 	if err := c.validate(); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	var table bytes.Buffer
 	if _, err := run(ctx, c, &table); err != nil {
@@ -43,44 +47,121 @@ func TestSmallFleet(t *testing.T) {
 		t.Fatalf("the JSON is not an object of sections: %v\n%s", err, raw)
 	}
 	// Every figure the benchmark documents; those that a completed phase must have made
-	// positive are marked.
-	const positive, anything = true, false
-	want := map[string]map[string]bool{
+	// positive are marked, and lists that must have been read (not null).
+	const positive, anything, list = "positive", "anything", "list"
+	want := map[string]map[string]string{
 		"config": {"n": positive, "k": positive, "p": positive, "objectSize": positive, "parallel": positive, "workers": positive,
-			"statusDestinations": positive, "statusTimeoutSeconds": positive, "idleSeconds": positive, "profileSeconds": positive},
+			"statusDestinations": positive, "statusTimeoutSeconds": positive, "idleSeconds": positive, "profileSeconds": positive,
+			"noWebhookAdmission": anything, "centerKCPArgs": list},
 		"machine": {"cores": positive, "loadAverageBefore": anything, "memTotalGB": positive, "memAvailableGBBefore": positive},
 		"setup": {"kcpStartSeconds": positive, "centerSeconds": positive, "locationsSeconds": positive, "mailboxesSeconds": positive,
 			"pclustersSeconds": positive, "credentialsSeconds": positive, "syncersSeconds": anything, "workloadSeconds": positive, "totalSeconds": positive},
 		"raw": {"objects": positive, "parallelism": positive, "mailboxSeconds": positive, "mailboxObjectsPerSecond": positive,
-			"edgeSeconds": positive, "edgeObjectsPerSecond": positive, "mailboxCenterKCPCPUSeconds": positive, "edgeKCPCPUSeconds": positive},
-		"fanout": {"copies": positive, "mailboxSeconds": positive, "mailboxObjectsPerSecond": positive, "mailboxRatioToRaw": positive,
-			"mailboxPerDestinationP50Seconds": positive, "mailboxPerDestinationP99Seconds": positive, "edgeSeconds": positive,
-			"edgeRatioToRaw": positive, "edgePerDestinationP50Seconds": positive, "edgePerDestinationP99Seconds": positive,
-			"controllerCPUSeconds": anything, "syncersCPUSeconds": anything, "centerKCPCPUSeconds": positive, "edgeKCPCPUSeconds": positive, "benchCPUSeconds": anything,
-			"centerKCPRequests": anything, "edgeKCPRequests": anything},
-		"update": {"destinations": positive, "p50Seconds": positive, "p90Seconds": positive, "p99Seconds": positive, "maxSeconds": positive},
+			"edgeSeconds": positive, "edgeObjectsPerSecond": positive, "mailboxCenterKCPCPUSeconds": positive, "edgeKCPCPUSeconds": positive,
+			"updates": positive, "updateSeconds": positive},
+		"fanout": {"objects": positive, "assemblages": positive, "mailboxSeconds": positive, "mailboxObjectsPerSecond": positive,
+			"mailboxRatioToRaw": positive, "mailboxPerDestinationP50Seconds": positive, "mailboxPerDestinationP99Seconds": positive,
+			"edgeSeconds": positive, "edgeRatioToRaw": positive, "edgePerDestinationP50Seconds": positive, "edgePerDestinationP99Seconds": positive,
+			"edgeDestinations": positive, "controllerCPUSeconds": anything, "syncersCPUSeconds": anything, "centerKCPCPUSeconds": positive, "edgeKCPCPUSeconds": positive, "benchCPUSeconds": anything,
+			"mailboxPhaseCenterWrites": list, "mailboxPhaseCenterWritesTotal": positive,
+			"assemblageWrites": positive, "assemblageWritesPerDestination": positive, "assemblageStatusWrites": anything,
+			"centerKCPRequests": list, "edgeKCPRequests": list},
+		"update": {"destinations": positive, "mailboxP50Seconds": positive, "mailboxP90Seconds": positive, "mailboxMaxSeconds": positive,
+			"p50Seconds": positive, "p90Seconds": positive, "p99Seconds": positive, "maxSeconds": positive, "p90RatioToRaw": positive,
+			"assemblageWrites": positive, "centerWrites": list},
 		"status": {"destinations": positive, "measured": anything, "notMeasured": anything, "p50Seconds": anything, "p99Seconds": anything, "maxSeconds": anything},
-		"idle":   {"windowSeconds": positive, "controllerCPUPercent": anything, "syncersCPUPercent": anything, "centerKCPCPUPercent": anything, "edgeKCPCPUPercent": anything},
+		"idle": {"windowSeconds": positive, "controllerCPUPercent": anything, "syncersCPUPercent": anything, "centerKCPCPUPercent": positive,
+			"edgeKCPCPUPercent": anything, "centerKCPRatioToBare": positive, "centerKCPRequests": list, "edgeKCPRequests": list},
 		"memory": {"controllerRSSMB": positive, "controllerPeakRSSMB": positive, "syncersRSSMB": positive, "syncersRSSPerSyncerMB": positive,
-			"centerKCPRSSMB": positive, "edgeKCPRSSMB": positive, "centerKCPMBPerDestination": anything, "edgeKCPMBPerPCluster": anything},
+			"centerKCPRSSMB": positive, "edgeKCPRSSMB": positive, "centerKCPFreshRSSMB": positive, "edgeKCPFreshRSSMB": positive,
+			"centerKCPMBPerDestination": positive, "edgeKCPMBPerPCluster": positive, "centerKCPSetUpRSSMB": positive,
+			"centerKCPMBPerDestinationFromSetUp": anything},
+		"bare": {"measured": anything, "notMeasured": anything, "workspaces": positive, "setupSeconds": positive, "windowSeconds": positive,
+			"cpuPercent": positive, "freshRSSMB": positive, "rssMB": positive, "mbPerWorkspace": anything, "requests": list},
 	}
 	for section, fields := range want {
-		for field, mustBePositive := range fields {
+		for field, kind := range fields {
 			v, ok := got[section][field]
 			if !ok {
 				t.Errorf("the JSON has no %s.%s", section, field)
 				continue
 			}
-			if n, isNumber := v.(float64); mustBePositive && (!isNumber || n <= 0) {
-				t.Errorf("%s.%s is %v, want a positive number", section, field, v)
+			switch n, isNumber := v.(float64); kind {
+			case positive:
+				if !isNumber || n <= 0 {
+					t.Errorf("%s.%s is %v, want a positive number", section, field, v)
+				}
+			case list:
+				if _, isList := v.([]any); !isList {
+					t.Errorf("%s.%s is %v, want a list (null: the figures were not read)", section, field, v)
+				}
 			}
 		}
 	}
-	if copies := got["fanout"]["copies"]; copies != float64(c.N*c.K) {
-		t.Errorf("fanout.copies is %v, want N*K = %d", copies, c.N*c.K)
+	number := func(section, field string) float64 { n, _ := got[section][field].(float64); return n }
+	// The fan-out carried N*K objects in N assemblages, and all of them reached every edge.
+	if n := number("fanout", "objects"); n != float64(c.N*c.K) {
+		t.Errorf("fanout.objects is %v, want N*K = %d", n, c.N*c.K)
 	}
-	if dests := got["update"]["destinations"]; dests != float64(c.N/c.P) {
+	if n := number("fanout", "assemblages"); n != float64(c.N) {
+		t.Errorf("fanout.assemblages is %v, want N = %d", n, c.N)
+	}
+	if n := number("fanout", "edgeDestinations"); n != float64(c.N) {
+		t.Errorf("fanout.edgeDestinations is %v: not every destination held all %d objects at its edge", n, c.K)
+	}
+	// Every destination's assemblage was written at least once, and the counts add up: the
+	// mailbox phase's writes include the assemblage writes it listed.
+	if n := number("fanout", "assemblageWrites"); n < float64(c.N) {
+		t.Errorf("fanout.assemblageWrites is %v, fewer than the %d destinations: kcp's writes were not counted", n, c.N)
+	}
+	if got, want := number("fanout", "assemblageWritesPerDestination"), number("fanout", "assemblageWrites")/float64(c.N); got != want {
+		t.Errorf("fanout.assemblageWritesPerDestination is %v, want assemblageWrites/N = %v", got, want)
+	}
+	writes, _ := got["fanout"]["mailboxPhaseCenterWrites"].([]any)
+	sum, assemblages := 0.0, 0.0
+	for _, w := range writes {
+		r, _ := w.(map[string]any)
+		request, _ := r["request"].(string)
+		count, _ := r["count"].(float64)
+		sum += count
+		if isAssemblageWrite(request) {
+			assemblages += count
+		}
+		if !framework.IsWrite(request) {
+			t.Errorf("fanout.mailboxPhaseCenterWrites lists %q, which is not a write", request)
+		}
+	}
+	if sum != number("fanout", "mailboxPhaseCenterWritesTotal") || assemblages == 0 {
+		t.Errorf("the mailbox phase's writes add up to %v (%v of assemblages), its total says %v; want equal, with assemblages among them",
+			sum, assemblages, number("fanout", "mailboxPhaseCenterWritesTotal"))
+	}
+	// The update reached the first placement's destinations: in their assemblages no later than
+	// at their edges, each assemblage rewritten.
+	if dests := number("update", "destinations"); dests != float64(c.N/c.P) {
 		t.Errorf("update.destinations is %v, want the %d destinations of the first placement", dests, c.N/c.P)
+	}
+	if number("update", "mailboxMaxSeconds") > number("update", "maxSeconds") {
+		t.Errorf("the update reached the last assemblage after %vs, later than the last edge (%vs)", number("update", "mailboxMaxSeconds"), number("update", "maxSeconds"))
+	}
+	if n := number("update", "assemblageWrites"); n < float64(c.N/c.P) {
+		t.Errorf("update.assemblageWrites is %v, fewer than the %d assemblages the edit changes", n, c.N/c.P)
+	}
+	// The ratios are what they say.
+	for _, r := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"fanout.mailboxRatioToRaw", number("fanout", "mailboxRatioToRaw"), number("raw", "mailboxSeconds") / number("fanout", "mailboxSeconds")},
+		{"fanout.edgeRatioToRaw", number("fanout", "edgeRatioToRaw"), number("fanout", "edgeSeconds") / (number("raw", "mailboxSeconds") + number("raw", "edgeSeconds"))},
+		{"update.p90RatioToRaw", number("update", "p90RatioToRaw"), number("update", "p90Seconds") / number("raw", "updateSeconds")},
+		{"idle.centerKCPRatioToBare", number("idle", "centerKCPRatioToBare"), number("idle", "centerKCPCPUPercent") / number("bare", "cpuPercent")},
+	} {
+		if r.got != r.want {
+			t.Errorf("%s is %v, want %v", r.name, r.got, r.want)
+		}
+	}
+	if got["bare"]["measured"] != true || number("bare", "workspaces") != float64(c.N) {
+		t.Errorf("the bare kcp was not measured with %d workspaces: %v", c.N, got["bare"])
 	}
 	// The status phase either measured (numbers) or says why not (null figures).
 	status := got["status"]
@@ -93,9 +174,12 @@ func TestSmallFleet(t *testing.T) {
 	} else if why, _ := status["notMeasured"].(string); why == "" || status["p50Seconds"] != nil {
 		t.Errorf("status was not measured but says neither why nor null figures: %v", status)
 	}
-	// What the center kcp served during the fan-out names the copies' resources.
-	if requests, _ := got["fanout"]["centerKCPRequests"].([]any); len(requests) == 0 {
-		t.Errorf("fanout.centerKCPRequests is empty: kcp's request counters were not read")
+	// The table says the same as the JSON.
+	for _, row := range []string{"mailbox phase rate / raw rate", "edge time / raw time", "update p90 / raw time of N writes",
+		"idle center kcp / bare kcp", "center kcp memory per destination", "assemblage writes"} {
+		if !strings.Contains(table.String(), "| "+row) {
+			t.Errorf("the table has no row %q", row)
+		}
 	}
 	// The profiles of -profile.
 	for _, phase := range []string{"fanout", "idle"} {

@@ -45,13 +45,18 @@ type fleet struct {
 	dir, binDir    string
 	center, edge   *framework.Server
 	espw, imw, wmw logicalcluster.Path
-	ecm, syncers   *framework.Command
+	// wmwCluster is the workload workspace's logical cluster, which names its assemblages.
+	wmwCluster   logicalcluster.Name
+	ecm, syncers *framework.Command
 
 	ecmAddress, syncersAddress, syncersPprofAddress string
 
 	dests []*destination
-	// Each kcp's RSS before the fleet's destinations existed.
-	centerRSSBase, edgeRSSBase int64
+	// Each kcp's RSS when fresh: started, nothing created in it yet.
+	centerRSSFresh, edgeRSSFresh int64
+	// centerRSSSetUp is the center kcp's RSS once the ESPW, the inventory and workload
+	// workspaces and edge-controller-manager are up, before any destination exists.
+	centerRSSSetUp int64
 }
 
 // setUp builds the fleet, timing each step into fig. It returns the fleet, as far as it got,
@@ -70,7 +75,10 @@ func setUp(ctx context.Context, c config, fig *setupFigures) (*fleet, error) {
 	var wg sync.WaitGroup
 	var centerErr, edgeErr, buildErr error
 	wg.Add(3)
-	go func() { defer wg.Done(); f.center, centerErr = framework.StartKCP() }()
+	go func() {
+		defer wg.Done()
+		f.center, centerErr = framework.StartKCP(framework.WithArgs(c.CenterKCPArgs...))
+	}()
 	go func() { defer wg.Done(); f.edge, edgeErr = framework.StartKCP() }()
 	go func() {
 		defer wg.Done()
@@ -81,14 +89,15 @@ func setUp(ctx context.Context, c config, fig *setupFigures) (*fleet, error) {
 		return f, err
 	}
 	fig.KCPStartSeconds = time.Since(step).Seconds()
+	f.centerRSSFresh, _, _ = framework.RSS(f.center.PID())
+	f.edgeRSSFresh, _, _ = framework.RSS(f.edge.PID())
 
 	step = time.Now()
 	if err := f.setUpCenter(ctx); err != nil {
 		return f, err
 	}
 	fig.CenterSeconds = time.Since(step).Seconds()
-	f.centerRSSBase, _, _ = framework.RSS(f.center.PID())
-	f.edgeRSSBase, _, _ = framework.RSS(f.edge.PID())
+	f.centerRSSSetUp, _, _ = framework.RSS(f.center.PID())
 
 	if err := f.setUpDestinations(ctx, fig); err != nil {
 		return f, err
@@ -118,8 +127,9 @@ func setUp(ctx context.Context, c config, fig *setupFigures) (*fleet, error) {
 	return f, nil
 }
 
-// stop takes the fleet down. The working directory goes too, unless keepFiles.
-func (f *fleet) stop(keepFiles bool) {
+// stopProcesses stops the fleet's processes: the syncers, edge-controller-manager and both kcp
+// servers. Stopping them again does nothing.
+func (f *fleet) stopProcesses() {
 	for _, c := range []*framework.Command{f.syncers, f.ecm} {
 		if c != nil {
 			c.Stop()
@@ -130,6 +140,11 @@ func (f *fleet) stop(keepFiles bool) {
 			s.Stop()
 		}
 	}
+}
+
+// stop takes the fleet down. The working directory goes too, unless keepFiles.
+func (f *fleet) stop(keepFiles bool) {
+	f.stopProcesses()
 	if f.binDir != "" {
 		os.RemoveAll(f.binDir)
 	}
@@ -178,6 +193,14 @@ func (f *fleet) setUpCenter(ctx context.Context) error {
 	say("center: edge-controller-manager started (--workers %d, log %s); waiting until it is ready", f.cfg.Workers, f.ecm.LogPath())
 	if err := framework.WaitReadyz(ctx, f.ecmAddress, 3*time.Minute, f.ecm.Exited); err != nil {
 		return fmt.Errorf("edge-controller-manager: %w (log: %s)", err, f.ecm.LogPath())
+	}
+	parent, _ := f.wmw.Parent()
+	ws, err := f.center.KCP.Cluster(parent).TenancyV1alpha1().Workspaces().Get(ctx, f.wmw.Base(), metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading the workload workspace %s: %w", f.wmw, err)
+	}
+	if f.wmwCluster = logicalcluster.Name(ws.Spec.Cluster); f.wmwCluster == "" {
+		return fmt.Errorf("the workload workspace %s has no logical cluster yet", f.wmw)
 	}
 	return nil
 }

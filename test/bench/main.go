@@ -10,29 +10,50 @@
 //
 //   - fan-out: P EdgePlacements, each selecting N/P destinations (by a Location label) and a
 //     namespace of K objects of the workload workspace (one Deployment, K-1 ConfigMaps, each
-//     carrying -object-size bytes), are created; the clock runs until all N*K copies are in the
-//     mailboxes and until all N*K objects are at the edges, per destination too. Watches on the
-//     mailboxes and the pclusters see them arrive;
+//     carrying -object-size bytes), are created. The mailbox phase runs until every
+//     destination's Assemblage of its placement carries all K objects in its mailbox: the bench
+//     watches Assemblages and AssemblageParts across all mailboxes (the virtual workspace of the
+//     mailbox.edge.kcp.io export) and decodes each with package transport, as a syncer does.
+//     The edge phase runs until all N*K objects are at the edges, per destination too (watches
+//     on the pclusters). The center kcp's writes (apiserver_request_total) are counted by verb
+//     and resource: during the mailbox phase, and the Assemblage writes of the whole fan-out,
+//     one per destination when the transport works as designed;
 //   - update: the Deployment of the first placement gets a new image; the time until each of its
-//     destinations' edges has it;
+//     destinations' assemblages carries it, and until each of their edges has it, and the
+//     center's writes meanwhile;
 //   - status: at -status-destinations of its destinations, one after the other, the bench makes
 //     the Deployment at the edge ready (status subresource, as no controller runs there) and
-//     times until the EdgePlacement's status.summary.ready counts it. Without a status
-//     summarizer this phase ends after -status-timeout, reported as not measured, with why;
+//     times until the EdgePlacement's status.summary.ready counts it (the syncer reports it in
+//     the assemblage's status, the summarizer rolls it up). Without a status summarizer this
+//     phase ends after -status-timeout, reported as not measured, with why;
 //   - idle: CPU of edge-controller-manager, of the syncers' process and of both kcp servers
-//     over -idle with nothing changing;
-//   - memory: RSS of the same processes;
-//   - raw, last (the mailboxes serve the Deployment kind only once something is placed there):
-//     a plain client, -parallel at a time, writes the same N*K objects (kinds, sizes) into a
-//     namespace of their own in every mailbox, then into every pcluster. They stay there; no
-//     syncer or controller looks at that namespace.
+//     over -idle with nothing changing, and every request the center kcp served meanwhile, by
+//     verb, resource and subresource, the most frequent first;
+//   - memory: RSS of the same processes; each kcp's RSS with the fleet minus its RSS when fresh,
+//     over N;
+//   - raw: a plain client, -parallel at a time, writes N*K objects of the same sizes into a
+//     namespace of their own in every mailbox (K ConfigMaps each: mailboxes serve no
+//     Deployments), then the workload's N*K objects (Deployments and ConfigMaps) into every
+//     pcluster, then updates one ConfigMap in every mailbox (N writes). They stay there; no
+//     syncer or controller looks at that namespace;
+//   - bare: the fleet is stopped, and a fresh kcp started with the center's arguments gets N
+//     bare workspaces and no client; its CPU over the same -idle window is what the center's
+//     idle CPU is compared with. Then it is stopped.
+//
+// The ratios of issue 17 compare the mailbox phase's rate with the raw rate of the same N*K
+// writes, the edge phase's time with the raw time of 2*N*K writes, the update's p90 with the raw
+// time of N writes, and the idle center kcp with the bare kcp. -no-webhook-admission starts the
+// center kcp (and the bare one) with --disable-admission-plugins for kcp's webhook admission
+// plugins, so that both configurations can be compared; the bench first checks that bin/kcp
+// takes that flag (kcp v0.31.2 does not: its start command refuses the admission flags).
 //
 // It prints the figures as a markdown table on stdout (progress goes to stderr) and writes
 // them as JSON with -json. Figures are reported, never asserted. Run it with `make bench`
-// (N=300, K=10) or `go run ./test/bench -n 300 -k 10`; it needs bin/kcp (make tools) and
-// builds edge-mc's commands from the current tree. -keep leaves the fleet running for
-// profiling until interrupted; -profile DIR saves CPU profiles of both kcp servers and of the
-// syncers' process, taken during the fan-out. See docs/performance.md.
+// (N=300, K=10; BENCH_ARGS passes more flags) or `go run ./test/bench -n 300 -k 10`; it needs
+// bin/kcp (make tools) and builds edge-mc's commands from the current tree. -keep leaves the
+// fleet running for profiling until interrupted (the bare kcp is then not measured); -profile
+// DIR saves CPU profiles of both kcp servers and of the syncers' process, taken during the
+// fan-out and the idle window. See docs/performance.md.
 package main
 
 import (
@@ -59,6 +80,10 @@ type config struct {
 	StatusTimeoutSeconds float64 `json:"statusTimeoutSeconds"`
 	IdleSeconds          float64 `json:"idleSeconds"`
 	ProfileSeconds       int     `json:"profileSeconds"`
+	// NoWebhookAdmission starts the center kcp, and the bare kcp it is compared with, without
+	// kcp's webhook admission plugins; CenterKCPArgs are the arguments that adds.
+	NoWebhookAdmission bool     `json:"noWebhookAdmission"`
+	CenterKCPArgs      []string `json:"centerKCPArgs"`
 
 	statusTimeout, idle time.Duration
 	jsonOut             string
@@ -105,7 +130,9 @@ func main() {
 	flag.StringVar(&c.jsonOut, "json", "", "also write the figures as JSON to this file")
 	flag.StringVar(&c.profileDir, "profile", "", "save CPU profiles of both kcp servers and of the syncers' process, taken during the fan-out, into this directory")
 	flag.IntVar(&c.ProfileSeconds, "profile-seconds", 30, "length of the -profile CPU profiles")
-	flag.BoolVar(&c.keep, "keep", false, "leave the fleet running after the run, until interrupted (for profiling and poking)")
+	flag.BoolVar(&c.NoWebhookAdmission, "no-webhook-admission", false,
+		"start the center kcp (and the bare kcp it is compared with) with "+noWebhookAdmission+": no admission webhooks in that kcp")
+	flag.BoolVar(&c.keep, "keep", false, "leave the fleet running after the run, until interrupted (for profiling and poking); the bare kcp is then not measured")
 	flag.Parse()
 	if err := c.validate(); err != nil {
 		fmt.Fprintf(os.Stderr, "fleet benchmark: %v\n", err)

@@ -2,19 +2,23 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
@@ -23,15 +27,48 @@ import (
 	"github.com/kcp-dev/edge-mc/test/framework"
 )
 
+// noWebhookAdmission is the center kcp's argument of -no-webhook-admission (issue 17, item 7):
+// kcp's webhook admission plugins are built anew on every write.
+const noWebhookAdmission = "--disable-admission-plugins=apis.kcp.io/MutatingWebhook,apis.kcp.io/ValidatingWebhook"
+
+// kcpAccepts checks that bin/kcp's start command takes the flag named by arg (--name=value), as
+// `kcp start options` lists them, so that a run it cannot make fails before the set-up.
+func kcpAccepts(ctx context.Context, arg string) error {
+	name, _, _ := strings.Cut(arg, "=")
+	bin, err := framework.RepoFile("bin", "kcp")
+	if err != nil {
+		return err
+	}
+	out, err := exec.CommandContext(ctx, bin, "start", "options").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s start options: %w\n%s", bin, err, out)
+	}
+	if !strings.Contains(string(out), name+" ") {
+		return fmt.Errorf("%s does not take %s: `kcp start options` does not list it (kcp lets its start command take only some of the generic API server's flags, and this build refuses that one), so the center cannot be started with %s",
+			bin, name, arg)
+	}
+	return nil
+}
+
 // run sets up the fleet, runs every phase, prints the table on out and writes the JSON.
 func run(ctx context.Context, c config, out io.Writer) (*result, error) {
 	if os.Getenv("EDGE_E2E_KUBECONFIG") != "" {
-		return nil, errors.New("the fleet benchmark starts two kcp servers of its own and measures their processes: unset EDGE_E2E_KUBECONFIG")
+		return nil, errors.New("the fleet benchmark starts kcp servers of its own and measures their processes: unset EDGE_E2E_KUBECONFIG")
 	}
 	c.StatusTimeoutSeconds, c.IdleSeconds = c.statusTimeout.Seconds(), c.idle.Seconds()
+	c.CenterKCPArgs = []string{}
+	if c.NoWebhookAdmission {
+		c.CenterKCPArgs = append(c.CenterKCPArgs, noWebhookAdmission)
+	}
 	res := &result{Config: c, Machine: machineNow()}
 	say("machine: %d cores, load average %.2f %.2f %.2f, %.1f of %.1f GB available",
 		res.Machine.Cores, res.Machine.LoadAverage[0], res.Machine.LoadAverage[1], res.Machine.LoadAverage[2], res.Machine.MemAvailableGBStart, res.Machine.MemTotalGB)
+	if c.NoWebhookAdmission {
+		if err := kcpAccepts(ctx, noWebhookAdmission); err != nil {
+			return nil, fmt.Errorf("-no-webhook-admission: %w", err)
+		}
+		say("the center kcp runs with %s", noWebhookAdmission)
+	}
 
 	f, err := setUp(ctx, c, &res.Setup)
 	failed := true
@@ -44,18 +81,16 @@ func run(ctx context.Context, c config, out io.Writer) (*result, error) {
 	defer stopWatches()
 	keys := workloadKeys(c.K)
 	mailboxes, edges := newView(c.N, keys), newView(c.N, keys)
-	say("watching the mailboxes, the pclusters and the placements")
-	var synced []cache.InformerSynced
-	for _, start := range []func() ([]cache.InformerSynced, error){
-		func() ([]cache.InformerSynced, error) { return f.watchMailboxes(watchCtx, mailboxes) },
-		func() ([]cache.InformerSynced, error) { return f.watchEdges(watchCtx, edges) },
-	} {
-		s, err := start()
-		if err != nil {
-			return nil, err
-		}
-		synced = append(synced, s...)
+	say("watching the assemblages in the mailboxes, the pclusters and the placements")
+	feed, synced, err := f.watchAssemblages(watchCtx, mailboxes)
+	if err != nil {
+		return nil, err
 	}
+	s, err := f.watchEdges(watchCtx, edges)
+	if err != nil {
+		return nil, err
+	}
+	synced = append(synced, s...)
 	placements, s, err := f.watchPlacements(watchCtx)
 	if err != nil {
 		return nil, err
@@ -64,10 +99,10 @@ func run(ctx context.Context, c config, out io.Writer) (*result, error) {
 		return nil, fmt.Errorf("the bench's watches did not sync: %w", ctx.Err())
 	}
 
-	if err := f.fanout(ctx, mailboxes, edges, &res.Fanout); err != nil {
+	if err := f.fanout(ctx, feed, mailboxes, edges, &res.Fanout); err != nil {
 		return nil, fmt.Errorf("fan-out: %w", err)
 	}
-	if err := f.update(ctx, edges, &res.Update); err != nil {
+	if err := f.update(ctx, mailboxes, edges, &res.Update); err != nil {
 		return nil, fmt.Errorf("update: %w", err)
 	}
 	if err := f.status(ctx, placements, &res.Status); err != nil {
@@ -80,8 +115,22 @@ func run(ctx context.Context, c config, out io.Writer) (*result, error) {
 	if err := f.raw(ctx, &res.Raw); err != nil {
 		return nil, fmt.Errorf("raw: %w", err)
 	}
-	res.Fanout.MailboxRatioToRaw = res.Raw.MailboxSeconds / res.Fanout.MailboxSeconds
-	res.Fanout.EdgeRatioToRaw = res.Fanout.EdgeSeconds / (res.Raw.MailboxSeconds + res.Raw.EdgeSeconds)
+	if c.keep {
+		res.Bare.NotMeasured = "-keep leaves the fleet running, and the bare kcp is measured alone"
+	} else {
+		stopWatches()
+		say("stopping the fleet (syncers, edge-controller-manager, both kcp servers) before the bare kcp")
+		f.stopProcesses()
+		// The fleet's figures are in hand: a bare kcp that fails is reported, not fatal.
+		if err := measureBare(ctx, c, &res.Bare); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			res.Bare = bareFigures{Workspaces: c.N, NotMeasured: err.Error()}
+			say("bare: not measured: %v", err)
+		}
+	}
+	res.ratios()
 
 	printTable(out, res)
 	if c.jsonOut != "" {
@@ -96,6 +145,22 @@ func run(ctx context.Context, c config, out io.Writer) (*result, error) {
 		<-ctx.Done()
 	}
 	return res, nil
+}
+
+// ratios sets the figures that compare a phase with the raw client or the bare kcp of the run.
+func (r *result) ratios() {
+	ratio := func(a, b float64) float64 {
+		if b <= 0 {
+			return 0
+		}
+		return a / b
+	}
+	r.Fanout.MailboxRatioToRaw = ratio(r.Raw.MailboxSeconds, r.Fanout.MailboxSeconds)
+	r.Fanout.EdgeRatioToRaw = ratio(r.Fanout.EdgeSeconds, r.Raw.MailboxSeconds+r.Raw.EdgeSeconds)
+	r.Update.P90RatioToRaw = ratio(r.Update.P90Seconds, r.Raw.UpdateSeconds)
+	if r.Bare.Measured {
+		r.Idle.CenterKCPRatioToBare = ratio(r.Idle.CenterKCPCPUPercent, r.Bare.CPUPercent)
+	}
 }
 
 func machineNow() machine {
@@ -160,21 +225,26 @@ func await(ctx context.Context, ch <-chan time.Time, patience time.Duration, wha
 	}
 }
 
-// fanout creates the EdgePlacements and times until every copy is in its mailbox and every
-// object at its edge.
-func (f *fleet) fanout(ctx context.Context, mailboxes, edges *view, fig *fanoutFigures) error {
+// fanout creates the EdgePlacements and times until every destination's assemblage carries all
+// its objects in its mailbox, and until every object is at its edge.
+func (f *fleet) fanout(ctx context.Context, feed *assemblageFeed, mailboxes, edges *view, fig *fanoutFigures) error {
 	c := f.cfg
-	fig.Copies = c.N * c.K
+	fig.Objects, fig.Assemblages = c.N*c.K, c.N
 	wmw, err := dynamic.NewForConfig(f.center.ConfigFor(f.wmw))
 	if err != nil {
 		return err
 	}
-	inMailboxes := mailboxes.await(func(v *view) bool { return v.present == fig.Copies })
+	inMailboxes := mailboxes.await(func(v *view) bool { return v.complete == c.N })
 	atEdges := edges.await(func(v *view) bool { return v.complete == c.N })
 	progress := func() (int, string) {
 		mp, mc, _ := mailboxes.counts()
 		ep, ec, _ := edges.counts()
-		return mp + ep, fmt.Sprintf("fan-out: %d of %d copies in the mailboxes (%d destinations complete), %d at the edges (%d complete)", mp, fig.Copies, mc, ep, ec)
+		msg := fmt.Sprintf("fan-out: %d of %d objects in the mailboxes' assemblages (%d of %d destinations complete), %d at the edges (%d complete)",
+			mp, fig.Objects, mc, c.N, ep, ec)
+		if n, why := feed.refusals(); n > 0 {
+			msg += fmt.Sprintf("; %d assemblages cannot be read, for example: %s", n, why)
+		}
+		return mp + ep, msg
 	}
 	var profiles <-chan error
 	if c.profileDir != "" {
@@ -189,24 +259,34 @@ func (f *fleet) fanout(ctx context.Context, mailboxes, edges *view, fig *fanoutF
 			return fmt.Errorf("creating EdgePlacement %s: %w", placementName(j), err)
 		}
 	}
-	mailboxesAt, err := await(ctx, inMailboxes, stall, "all copies in the mailboxes", progress)
+	mailboxesAt, err := await(ctx, inMailboxes, stall, "every assemblage complete in its mailbox", progress)
 	if err != nil {
 		return err
 	}
-	say("fan-out: all %d copies in the mailboxes after %.1fs", fig.Copies, mailboxesAt.Sub(t0).Seconds())
+	mailboxPhase := centerRequests.since(ctx)
+	fig.MailboxSeconds = mailboxesAt.Sub(t0).Seconds()
+	fig.MailboxPhaseCenterWrites = mailboxPhase.writes(fig.MailboxSeconds)
+	fig.MailboxPhaseCenterWritesTotal = mailboxPhase.sum(framework.IsWrite)
+	say("fan-out: every assemblage complete in its mailbox after %.1fs (%.0f center writes, %.0f of them assemblages)",
+		fig.MailboxSeconds, fig.MailboxPhaseCenterWritesTotal, mailboxPhase.sum(isAssemblageWrite))
 	edgesAt, err := await(ctx, atEdges, stall, "all objects at the edges", progress)
 	if err != nil {
 		return err
 	}
 	cpu := f.cpu().since(cpu0)
-	fig.CenterKCPRequests = centerRequests.top(ctx, edgesAt.Sub(t0).Seconds())
-	fig.EdgeKCPRequests = edgeRequests.top(ctx, edgesAt.Sub(t0).Seconds())
-	say("fan-out: all %d objects at the edges after %.1fs", fig.Copies, edgesAt.Sub(t0).Seconds())
-	fig.MailboxSeconds = mailboxesAt.Sub(t0).Seconds()
-	fig.MailboxObjectsPerSecond = float64(fig.Copies) / fig.MailboxSeconds
+	fig.EdgeSeconds = edgesAt.Sub(t0).Seconds()
+	whole := centerRequests.since(ctx)
+	fig.CenterKCPRequests = whole.rates(fig.EdgeSeconds, nil, topRequests)
+	fig.AssemblageWrites = whole.sum(isAssemblageWrite)
+	fig.AssemblageWritesPerDestination = fig.AssemblageWrites / float64(c.N)
+	fig.AssemblageStatusWrites = whole.sum(isAssemblageStatusWrite)
+	fig.EdgeKCPRequests = edgeRequests.top(ctx, fig.EdgeSeconds)
+	_, fig.EdgeDestinations, _ = edges.counts()
+	say("fan-out: all %d objects at the edges after %.1fs; %.0f assemblage writes (%.2f per destination)",
+		fig.Objects, fig.EdgeSeconds, fig.AssemblageWrites, fig.AssemblageWritesPerDestination)
+	fig.MailboxObjectsPerSecond = float64(fig.Objects) / fig.MailboxSeconds
 	perMailbox := seconds(t0, mailboxes.completeTimes())
 	fig.MailboxP50Seconds, fig.MailboxP99Seconds = percentile(perMailbox, 0.50), percentile(perMailbox, 0.99)
-	fig.EdgeSeconds = edgesAt.Sub(t0).Seconds()
 	perEdge := seconds(t0, edges.completeTimes())
 	fig.EdgeP50Seconds, fig.EdgeP99Seconds = percentile(perEdge, 0.50), percentile(perEdge, 0.99)
 	fig.ControllerCPUSeconds, fig.SyncersCPUSeconds, fig.CenterKCPCPUSeconds, fig.EdgeKCPCPUSeconds, fig.BenchCPUSeconds =
@@ -274,19 +354,28 @@ func saveProfile(ctx context.Context, url, path string) error {
 }
 
 // update gives the first placement's Deployment a new image and times until each of its
-// destinations' edges has it.
-func (f *fleet) update(ctx context.Context, edges *view, fig *updateFigures) error {
+// destinations' assemblages carries it, and until each of their edges has it.
+func (f *fleet) update(ctx context.Context, mailboxes, edges *view, fig *updateFigures) error {
 	dests := f.destinationsOf(0)
 	fig.Destinations = len(dests)
 	key := objectKey(deploymentsGVR, deploymentName)
-	edges.startProbe(key, dests, func(u *unstructured.Unstructured) bool { return imageOf(u) == updatedImage })
-	all := edges.await(func(v *view) bool { return v.probed == len(dests) })
+	isNew := func(u *unstructured.Unstructured) bool { return imageOf(u) == updatedImage }
+	mailboxes.startProbe(key, dests, isNew)
+	edges.startProbe(key, dests, isNew)
+	inMailboxes := mailboxes.await(func(v *view) bool { return v.probed == len(dests) })
+	atEdges := edges.await(func(v *view) bool { return v.probed == len(dests) })
+	progress := func() (int, string) {
+		_, _, inAssemblages := mailboxes.counts()
+		_, _, atEdges := edges.counts()
+		return inAssemblages + atEdges, fmt.Sprintf("update: %d of %d assemblages and %d of %d edges have the new image", inAssemblages, len(dests), atEdges, len(dests))
+	}
 	wmw, err := dynamic.NewForConfig(f.center.ConfigFor(f.wmw))
 	if err != nil {
 		return err
 	}
 	deployments := wmw.Resource(deploymentsGVR).Namespace(groupNamespace(0))
 	say("update: the image of Deployment %s/%s, placed at %d destinations", groupNamespace(0), deploymentName, len(dests))
+	requests := startCounting(ctx, f.center)
 	t0 := time.Now()
 	// The status summarizer writes the object's executing-count annotation now and then: read
 	// and write again on a conflict, as any client would.
@@ -305,17 +394,24 @@ func (f *fleet) update(ctx context.Context, edges *view, fig *updateFigures) err
 	}); err != nil {
 		return fmt.Errorf("updating Deployment %s/%s: %w", groupNamespace(0), deploymentName, err)
 	}
-	at, err := await(ctx, all, stall, "the new image at every edge", func() (int, string) {
-		_, _, probed := edges.counts()
-		return probed, fmt.Sprintf("update: %d of %d edges have the new image", probed, len(dests))
-	})
+	if _, err := await(ctx, inMailboxes, stall, "the new image in every assemblage", progress); err != nil {
+		return err
+	}
+	at, err := await(ctx, atEdges, stall, "the new image at every edge", progress)
 	if err != nil {
 		return err
 	}
+	fig.MaxSeconds = at.Sub(t0).Seconds()
+	delta := requests.since(ctx)
+	fig.AssemblageWrites = delta.sum(isAssemblageWrite)
+	fig.CenterWrites = delta.writes(fig.MaxSeconds)
+	inAssemblages := seconds(t0, mailboxes.probeTimes(dests))
+	fig.MailboxP50Seconds, fig.MailboxP90Seconds = percentile(inAssemblages, 0.50), percentile(inAssemblages, 0.90)
+	fig.MailboxMaxSeconds = inAssemblages[len(inAssemblages)-1]
 	times := seconds(t0, edges.probeTimes(dests))
 	fig.P50Seconds, fig.P90Seconds, fig.P99Seconds = percentile(times, 0.50), percentile(times, 0.90), percentile(times, 0.99)
-	fig.MaxSeconds = at.Sub(t0).Seconds()
-	say("update: at every edge after %.2fs (p50 %.2fs)", fig.MaxSeconds, fig.P50Seconds)
+	say("update: in every assemblage after %.2fs (p90 %.2fs), at every edge after %.2fs (p90 %.2fs); %.0f assemblage writes",
+		fig.MailboxMaxSeconds, fig.MailboxP90Seconds, fig.MaxSeconds, fig.P90Seconds, fig.AssemblageWrites)
 	return nil
 }
 
@@ -401,7 +497,6 @@ func makeDeploymentReady(ctx context.Context, d *destination) error {
 
 // measureIdle samples the processes' CPU time over the idle window, after a short settling.
 func (f *fleet) measureIdle(ctx context.Context, fig *idleFigures) error {
-	const settle = 10 * time.Second
 	say("idle: settling %s, then measuring CPU over %s with nothing changing", settle, f.cfg.idle)
 	if err := sleep(ctx, settle); err != nil {
 		return err
@@ -417,7 +512,8 @@ func (f *fleet) measureIdle(ctx context.Context, fig *idleFigures) error {
 	}
 	cpu, window := f.cpu().since(cpu0), time.Since(t0).Seconds()
 	fig.WindowSeconds = window
-	fig.CenterKCPRequests, fig.EdgeKCPRequests = centerRequests.top(ctx, window), edgeRequests.top(ctx, window)
+	fig.CenterKCPRequests = centerRequests.since(ctx).rates(window, nil, 0)
+	fig.EdgeKCPRequests = edgeRequests.top(ctx, window)
 	if profiles != nil {
 		if err := <-profiles; err != nil {
 			say("profiles: %v", err)
@@ -441,12 +537,17 @@ func (f *fleet) measureMemory(fig *memoryFigures) {
 	center, _, _ := framework.RSS(f.center.PID())
 	edge, _, _ := framework.RSS(f.edge.PID())
 	fig.CenterKCPRSSMB, fig.EdgeKCPRSSMB = mb(center), mb(edge)
-	fig.CenterKCPMBPerDestination = mb(center-f.centerRSSBase) / float64(f.cfg.N)
-	fig.EdgeKCPMBPerPCluster = mb(edge-f.edgeRSSBase) / float64(f.cfg.N)
+	fig.CenterKCPFreshRSSMB, fig.EdgeKCPFreshRSSMB = mb(f.centerRSSFresh), mb(f.edgeRSSFresh)
+	fig.CenterKCPMBPerDestination = mb(center-f.centerRSSFresh) / float64(f.cfg.N)
+	fig.EdgeKCPMBPerPCluster = mb(edge-f.edgeRSSFresh) / float64(f.cfg.N)
+	fig.CenterKCPSetUpRSSMB = mb(f.centerRSSSetUp)
+	fig.CenterKCPMBPerDestinationFromSetUp = mb(center-f.centerRSSSetUp) / float64(f.cfg.N)
 }
 
-// raw writes the workload's N*K objects with a plain parallel client into a namespace of their
-// own in every mailbox, then in every pcluster, and times each.
+// raw writes N*K objects with a plain parallel client into a namespace of their own in every
+// mailbox (K ConfigMaps each, of the workload's sizes: mailboxes serve no Deployments), then the
+// workload's N*K objects into every pcluster, and times each; then it updates one ConfigMap in
+// every mailbox, N writes, and times them.
 func (f *fleet) raw(ctx context.Context, fig *rawFigures) error {
 	c := f.cfg
 	fig.Objects, fig.Parallelism = c.N*c.K, c.Parallel
@@ -472,8 +573,7 @@ func (f *fleet) raw(ctx context.Context, fig *rawFigures) error {
 	}); err != nil {
 		return err
 	}
-	objects := workloadObjects(rawNamespace, c.K, c.ObjectSize)
-	write := func(where string, clients []dynamic.Interface) (float64, cpuSample, error) {
+	write := func(where string, clients []dynamic.Interface, objects []*unstructured.Unstructured) (float64, cpuSample, error) {
 		var done atomic.Int64
 		say("raw: writing %d objects into the %s, %d at a time", fig.Objects, where, c.Parallel)
 		stop := every(10*time.Second, func() string {
@@ -495,14 +595,33 @@ func (f *fleet) raw(ctx context.Context, fig *rawFigures) error {
 	}
 	var err error
 	var cpu cpuSample
-	if fig.MailboxSeconds, cpu, err = write("mailboxes", mailboxes); err != nil {
+	if fig.MailboxSeconds, cpu, err = write("mailboxes", mailboxes, configMapObjects(rawNamespace, c.K, c.ObjectSize)); err != nil {
 		return err
 	}
 	fig.MailboxObjectsPerSecond, fig.MailboxCenterKCPCPUSeconds = float64(fig.Objects)/fig.MailboxSeconds, cpu.centerKCP
-	if fig.EdgeSeconds, cpu, err = write("pclusters", pclusters); err != nil {
+	if fig.EdgeSeconds, cpu, err = write("pclusters", pclusters, workloadObjects(rawNamespace, c.K, c.ObjectSize)); err != nil {
 		return err
 	}
 	fig.EdgeObjectsPerSecond, fig.EdgeKCPCPUSeconds = float64(fig.Objects)/fig.EdgeSeconds, cpu.edgeKCP
+
+	fig.Updates = c.N
+	patch, err := json.Marshal(map[string]any{"data": map[string]any{"payload": updatedPayload(c.ObjectSize)}})
+	if err != nil {
+		return err
+	}
+	name := configMapName(0)
+	say("raw: %d writes, ConfigMap %s/%s updated in every mailbox, %d at a time", c.N, rawNamespace, name, c.Parallel)
+	t0 := time.Now()
+	if err := framework.ForEach(c.N, c.Parallel, func(i int) error {
+		if _, err := mailboxes[i].Resource(configMapsGVR).Namespace(rawNamespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			return fmt.Errorf("updating ConfigMap %s/%s in the mailbox of %s: %w", rawNamespace, name, f.dests[i].name, err)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	fig.UpdateSeconds = time.Since(t0).Seconds()
+	say("raw: %d updates in %.2fs", c.N, fig.UpdateSeconds)
 	return nil
 }
 

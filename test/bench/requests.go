@@ -12,13 +12,13 @@ import (
 // requestRate is how many requests of one kind a kcp server served during a phase.
 type requestRate struct {
 	// Request is the verb and the resource (with its subresource), as kcp's
-	// apiserver_request_total labels them: "UPDATE leases", "PATCH deployments/status".
+	// apiserver_request_total labels them: "UPDATE leases", "PATCH assemblages/status".
 	Request   string  `json:"request"`
 	Count     float64 `json:"count"`
 	PerSecond float64 `json:"perSecond"`
 }
 
-// topRequests is how many kinds of request a phase reports, the most frequent first.
+// topRequests is how many kinds of request a phase reports when it reports the most frequent.
 const topRequests = 12
 
 // requestCounter samples a kcp server's request counters, to say what a phase asked of it.
@@ -39,8 +39,12 @@ func startCounting(ctx context.Context, s *framework.Server) *requestCounter {
 	return c
 }
 
-// top returns the most frequent requests since startCounting, over a phase of the given length.
-func (c *requestCounter) top(ctx context.Context, seconds float64) []requestRate {
+// requestDelta is what a server served between two samples, by request; nil if the counters
+// could not be read.
+type requestDelta map[string]float64
+
+// since returns the requests served since startCounting.
+func (c *requestCounter) since(ctx context.Context) requestDelta {
 	if c.before == nil {
 		return nil
 	}
@@ -49,10 +53,31 @@ func (c *requestCounter) top(ctx context.Context, seconds float64) []requestRate
 		say("cannot read kcp's request counters: %v", err)
 		return nil
 	}
-	rates := []requestRate{}
+	d := requestDelta{}
 	for request, n := range framework.RequestCounts(metrics) {
-		if d := n - c.before[request]; d > 0 {
-			rates = append(rates, requestRate{Request: request, Count: d, PerSecond: d / seconds})
+		if n > c.before[request] {
+			d[request] = n - c.before[request]
+		}
+	}
+	return d
+}
+
+// top returns the most frequent requests since startCounting, over a phase of the given length.
+func (c *requestCounter) top(ctx context.Context, seconds float64) []requestRate {
+	return c.since(ctx).rates(seconds, nil, topRequests)
+}
+
+// rates lists the requests that keep says to (all if nil), the most frequent first, at most
+// limit of them (all if 0), over a phase of the given length. It is nil if the counters could
+// not be read, and empty if nothing was served.
+func (d requestDelta) rates(seconds float64, keep func(request string) bool, limit int) []requestRate {
+	if d == nil {
+		return nil
+	}
+	rates := []requestRate{}
+	for request, n := range d {
+		if keep == nil || keep(request) {
+			rates = append(rates, requestRate{Request: request, Count: n, PerSecond: n / seconds})
 		}
 	}
 	sort.Slice(rates, func(i, j int) bool {
@@ -61,11 +86,44 @@ func (c *requestCounter) top(ctx context.Context, seconds float64) []requestRate
 		}
 		return rates[i].Request < rates[j].Request
 	})
-	return rates[:min(len(rates), topRequests)]
+	if limit > 0 && len(rates) > limit {
+		rates = rates[:limit]
+	}
+	return rates
 }
 
-// describeRequests says the top requests in a table cell.
-func describeRequests(rates []requestRate, perSecond bool) string {
+// writes returns every write, by verb and resource, the most frequent first.
+func (d requestDelta) writes(seconds float64) []requestRate {
+	return d.rates(seconds, framework.IsWrite, 0)
+}
+
+// sum adds up the requests that keep says to.
+func (d requestDelta) sum(keep func(request string) bool) float64 {
+	total := 0.0
+	for request, n := range d {
+		if keep(request) {
+			total += n
+		}
+	}
+	return total
+}
+
+// isAssemblageWrite says whether a request writes an assemblage or a part of one (not their
+// status): what the placement translator writes, one per destination per change.
+func isAssemblageWrite(request string) bool {
+	_, resource, _ := strings.Cut(request, " ")
+	return framework.IsWrite(request) && (resource == "assemblages" || resource == "assemblageparts")
+}
+
+// isAssemblageStatusWrite says whether a request writes an assemblage's status: what a syncer
+// reports.
+func isAssemblageStatusWrite(request string) bool {
+	_, resource, _ := strings.Cut(request, " ")
+	return framework.IsWrite(request) && resource == "assemblages/status"
+}
+
+// describeRequests says the first n of rates in a table cell.
+func describeRequests(rates []requestRate, perSecond bool, n int) string {
 	switch {
 	case rates == nil:
 		return "not read"
@@ -73,12 +131,15 @@ func describeRequests(rates []requestRate, perSecond bool) string {
 		return "none"
 	}
 	var parts []string
-	for _, r := range rates[:min(len(rates), 5)] {
+	for _, r := range rates[:min(len(rates), n)] {
 		if perSecond {
-			parts = append(parts, fmt.Sprintf("%s %.1f/s", r.Request, r.PerSecond))
+			parts = append(parts, fmt.Sprintf("%s %.2f/s", r.Request, r.PerSecond))
 		} else {
 			parts = append(parts, fmt.Sprintf("%s %.0f", r.Request, r.Count))
 		}
+	}
+	if len(rates) > n {
+		parts = append(parts, fmt.Sprintf("and %d more", len(rates)-n))
 	}
 	return strings.Join(parts, ", ")
 }

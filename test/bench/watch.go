@@ -2,21 +2,14 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
-	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
-	kcpdynamic "github.com/kcp-dev/client-go/dynamic"
-	kcpdynamicinformer "github.com/kcp-dev/client-go/dynamic/dynamicinformer"
-	"github.com/kcp-dev/logicalcluster/v3"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
@@ -57,7 +50,7 @@ func (ws *waiters) changed(at time.Time) {
 }
 
 // view is what the bench's watches have seen of the workload objects of every destination in
-// one place: the copies in the mailboxes, or the objects at the edges. Each destination must
+// one place: the objects its assemblage carries in its mailbox, or the objects at its edge. Each destination must
 // hold the objects of want; the view records when it first held them all, and, for a probe,
 // when one object of it first had a given value.
 type view struct {
@@ -190,59 +183,6 @@ func (v *view) handler(gvr schema.GroupVersionResource, destOf func(u *unstructu
 		UpdateFunc: func(_, obj any) { record(obj, false) },
 		DeleteFunc: func(obj any) { record(obj, true) },
 	}
-}
-
-// projectedOnly restricts a watch of a mailbox to the placement translator's copies.
-func projectedOnly(o *metav1.ListOptions) { o.LabelSelector = edgev1alpha1.LabelProjected + "=true" }
-
-// watchMailboxes feeds the copies in every mailbox into v: the ConfigMaps through one watch per
-// mailbox (in its placement's namespace), the Deployments through one watch of the virtual
-// workspace of the workloads export, which serves them across all the workspaces that bind it,
-// mailboxes included (a mailbox serves Deployments only once something is placed there).
-func (f *fleet) watchMailboxes(ctx context.Context, v *view) ([]cache.InformerSynced, error) {
-	var synced []cache.InformerSynced
-	for _, d := range f.dests {
-		client, err := dynamic.NewForConfig(f.center.ConfigFor(d.mailbox))
-		if err != nil {
-			return nil, err
-		}
-		inf := dynamicinformer.NewFilteredDynamicInformer(client, configMapsGVR, groupNamespace(d.group), 0, cache.Indexers{}, projectedOnly).Informer()
-		if _, err := inf.AddEventHandler(v.handler(configMapsGVR, func(*unstructured.Unstructured) (int, bool) { return d.index, true })); err != nil {
-			return nil, err
-		}
-		go inf.Run(ctx.Done())
-		synced = append(synced, inf.HasSynced)
-	}
-	slice, err := f.center.KCP.Cluster(f.espw).ApisV1alpha1().APIExportEndpointSlices().Get(ctx, edgev1alpha1.WorkloadsAPIExportName, metav1.GetOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("reading the APIExportEndpointSlice %s: %w", edgev1alpha1.WorkloadsAPIExportName, err)
-	}
-	if len(slice.Status.APIExportEndpoints) == 0 {
-		return nil, fmt.Errorf("the APIExportEndpointSlice %s lists no virtual workspace", edgev1alpha1.WorkloadsAPIExportName)
-	}
-	cfg := rest.CopyConfig(f.center.Base)
-	cfg.Host = slice.Status.APIExportEndpoints[0].URL
-	client, err := kcpdynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	byCluster := map[logicalcluster.Name]*destination{}
-	for _, d := range f.dests {
-		byCluster[d.mailboxCluster] = d
-	}
-	inf := kcpdynamicinformer.NewFilteredDynamicInformer(client, deploymentsGVR, 0,
-		cache.Indexers{kcpcache.ClusterIndexName: kcpcache.ClusterIndexFunc}, projectedOnly).Informer()
-	if _, err := inf.AddEventHandler(v.handler(deploymentsGVR, func(u *unstructured.Unstructured) (int, bool) {
-		d, ok := byCluster[logicalcluster.From(u)]
-		if !ok || u.GetNamespace() != groupNamespace(d.group) {
-			return 0, false
-		}
-		return d.index, true
-	})); err != nil {
-		return nil, err
-	}
-	go inf.Run(ctx.Done())
-	return append(synced, inf.HasSynced), nil
 }
 
 // watchEdges feeds the objects of every pcluster into v: one watch per resource and pcluster,

@@ -25,7 +25,8 @@ const (
 	deploymentName = "app"
 	// payloadAnnotation carries a Deployment's payload on its pod template.
 	payloadAnnotation = "bench.edge.kcp.io/payload"
-	// rawNamespace holds the raw client's objects in every mailbox and pcluster.
+	// rawNamespace holds the raw client's objects in every mailbox and pcluster; no syncer or
+	// controller looks at it.
 	rawNamespace = "bench-raw"
 	// pclusterCRD is the only workload CRD a pcluster needs: every other one would cost the edge
 	// kcp memory in every pcluster for nothing.
@@ -52,10 +53,40 @@ func workloadKeys(k int) map[string]bool {
 	return keys
 }
 
+// payload is size bytes of a workload object's data.
+func payload(size int) string { return strings.Repeat("0123456789abcdef", size/16+1)[:size] }
+
+// updatedPayload is other data of the same size as payload's (one byte if size is 0), for an
+// update that changes something.
+func updatedPayload(size int) string {
+	return strings.Repeat("fedcba9876543210", max(size, 1)/16+1)[:max(size, 1)]
+}
+
+func configMapName(i int) string { return fmt.Sprintf("cm-%03d", i) }
+
+func configMapObject(namespace, name, payload string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1",
+		"kind":       "ConfigMap",
+		"metadata":   map[string]any{"name": name, "namespace": namespace},
+		"data":       map[string]any{"payload": payload},
+	}}
+}
+
+// configMapObjects are k ConfigMaps with size bytes of payload each: what the raw client writes
+// into a mailbox, which serves no Deployments, in place of a placement's k objects.
+func configMapObjects(namespace string, k, size int) []*unstructured.Unstructured {
+	var objs []*unstructured.Unstructured
+	for i := range k {
+		objs = append(objs, configMapObject(namespace, configMapName(i), payload(size)))
+	}
+	return objs
+}
+
 // workloadObjects are the k objects of one placement's namespace: a Deployment and k-1
 // ConfigMaps, each with size bytes of payload.
 func workloadObjects(namespace string, k, size int) []*unstructured.Unstructured {
-	payload := strings.Repeat("0123456789abcdef", size/16+1)[:size]
+	payload := payload(size)
 	objs := []*unstructured.Unstructured{{Object: map[string]any{
 		"apiVersion": "apps/v1",
 		"kind":       "Deployment",
@@ -73,12 +104,7 @@ func workloadObjects(namespace string, k, size int) []*unstructured.Unstructured
 		},
 	}}}
 	for i := 1; i < k; i++ {
-		objs = append(objs, &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "v1",
-			"kind":       "ConfigMap",
-			"metadata":   map[string]any{"name": fmt.Sprintf("cm-%03d", i), "namespace": namespace},
-			"data":       map[string]any{"payload": payload},
-		}})
+		objs = append(objs, configMapObject(namespace, configMapName(i), payload))
 	}
 	return objs
 }

@@ -78,6 +78,7 @@ type KCPOption func(*kcpOptions)
 
 type kcpOptions struct {
 	users []User
+	args  []string
 }
 
 // User is an identity that kcp authenticates by a static bearer token (kcp's --token-auth-file),
@@ -92,6 +93,12 @@ type User struct {
 // Server.UserKubeconfig make clients and kubeconfigs that authenticate as them.
 func WithUsers(users ...User) KCPOption {
 	return func(o *kcpOptions) { o.users = append(o.users, users...) }
+}
+
+// WithArgs adds args to kcp's command line (after the harness's own), for example
+// --disable-admission-plugins=... for a benchmark of a differently configured kcp.
+func WithArgs(args ...string) KCPOption {
+	return func(o *kcpOptions) { o.args = append(o.args, args...) }
 }
 
 // RunWithKCP starts kcp, runs the tests, stops kcp and returns the exit code for os.Exit. When a
@@ -119,7 +126,7 @@ func RunWithKCP(m *testing.M, opts ...KCPOption) int {
 
 // StartKCP starts a kcp server as RunWithKCP does, for programs other than tests (benchmarks).
 // Stop it with Stop.
-func StartKCP() (*Server, error) { return startServer() }
+func StartKCP(opts ...KCPOption) (*Server, error) { return startServer(opts...) }
 
 // Stop stops a server started by StartKCP.
 func (s *Server) Stop() { s.stop() }
@@ -141,8 +148,8 @@ func startServer(opts ...KCPOption) (*Server, error) {
 		opt(&o)
 	}
 	if kc := os.Getenv("EDGE_E2E_KUBECONFIG"); kc != "" {
-		if len(o.users) > 0 {
-			return nil, fmt.Errorf("these tests start kcp with users of their own (framework.WithUsers); unset EDGE_E2E_KUBECONFIG")
+		if len(o.users) > 0 || len(o.args) > 0 {
+			return nil, fmt.Errorf("these tests start kcp with users or arguments of their own (framework.WithUsers, WithArgs); unset EDGE_E2E_KUBECONFIG")
 		}
 		s := &Server{KubeconfigPath: kc}
 		return s, s.connect()
@@ -186,6 +193,7 @@ func startServer(opts ...KCPOption) (*Server, error) {
 		s.tokens = tokens
 		s.args = append(s.args, "--token-auth-file", file)
 	}
+	s.args = append(s.args, o.args...)
 	start := time.Now()
 	fmt.Fprintf(os.Stderr, "framework: starting kcp on 127.0.0.1:%d (log %s)\n", ports[0], s.logPath)
 	if err := s.startProcess(); err != nil {
@@ -285,7 +293,8 @@ func (s *Server) waitReady() error {
 	for {
 		select {
 		case <-s.exited:
-			return fmt.Errorf("kcp exited before it was ready (%v)", s.cmd.ProcessState)
+			tail, _ := lastLines(s.logPath, 5)
+			return fmt.Errorf("kcp exited before it was ready (%v); the end of its log:\n%s", s.cmd.ProcessState, strings.Join(tail, "\n"))
 		case <-ctx.Done():
 			return fmt.Errorf("kcp was not ready within %s: %v", kcpStartTimeout, last)
 		case <-tick.C:
