@@ -41,8 +41,12 @@ func (c *Controller) watchHeartbeats(ctx context.Context) {
 	}
 	leases := kcpdynamicinformer.NewFilteredDynamicInformer(client, leasesGVR, resyncPeriod,
 		cache.Indexers{kcpcache.ClusterIndexName: kcpcache.ClusterIndexFunc}, byName(HeartbeatLease)).Informer()
+	// No field selector on SyncerConfigs: watched through the virtual workspace with
+	// metadata.name=the-one, this informer saw none of them, and SyncerCompatible stayed Unknown
+	// with every syncer reporting (test/e2e/upgrade found it; without the selector it passes). A
+	// mailbox holds one SyncerConfig anyway.
 	configs := kcpdynamicinformer.NewFilteredDynamicInformer(client, syncerConfigsGVR, resyncPeriod,
-		cache.Indexers{kcpcache.ClusterIndexName: kcpcache.ClusterIndexFunc}, byName(edgev1alpha1.SyncerConfigName)).Informer()
+		cache.Indexers{kcpcache.ClusterIndexName: kcpcache.ClusterIndexFunc}, nil).Informer()
 	_ = configs.SetTransform(slimSyncerReport)
 	for _, inf := range []cache.SharedIndexInformer{leases, configs} {
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
