@@ -100,6 +100,10 @@ func TestSyncerCredentialReachesOnlyItsMailbox(t *testing.T) {
 	wmwB := secondWMW(t, f)
 	cred, mailbox := f.SyncerCredential(t, "edge1")
 	const who = "edge1's syncer credential"
+	// The translator writes the SyncerConfig once the mailbox is ready: wait for it, so that
+	// reading it tests the credential, not the timing.
+	framework.EventuallyObject(t, "the SyncerConfig of edge1's mailbox", framework.KCP(t).DynamicClient(t, f.Mailbox(t, "edge1")),
+		edgev1alpha1.SchemeGroupVersion.WithResource("syncerconfigs"), "", edgev1alpha1.SyncerConfigName, framework.Present)
 
 	expectAllowed(t, who, cred,
 		get("list Leases in its mailbox", mailbox, "/apis/coordination.k8s.io/v1/namespaces/default/leases"),
@@ -125,6 +129,10 @@ func TestSyncerCredentialCannotWidenItsReach(t *testing.T) {
 	f := framework.NewFleet(t, map[string]string{"edge1": "east"})
 	cred, mailbox := f.SyncerCredential(t, "edge1")
 	const who = "edge1's syncer credential"
+	// The translator writes the SyncerConfig once the mailbox is ready: wait for it, so that
+	// reading it tests the credential, not the timing.
+	framework.EventuallyObject(t, "the SyncerConfig of edge1's mailbox", framework.KCP(t).DynamicClient(t, f.Mailbox(t, "edge1")),
+		edgev1alpha1.SchemeGroupVersion.WithResource("syncerconfigs"), "", edgev1alpha1.SyncerConfigName, framework.Present)
 	root := logicalcluster.NewPath("root")
 	bindings := list(t, framework.KCP(t).DynamicClient(t, mailbox), apiBindingsGVR)
 	if len(bindings) != 1 {
