@@ -135,13 +135,12 @@ func TestSmallFleet(t *testing.T) {
 		t.Errorf("the mailbox phase's writes add up to %v (%v of assemblages), its total says %v; want equal, with assemblages among them",
 			sum, assemblages, number("fanout", "mailboxPhaseCenterWritesTotal"))
 	}
-	// The update reached the first placement's destinations: in their assemblages no later than
-	// at their edges, each assemblage rewritten.
+	// The update reached the first placement's destinations, each assemblage rewritten. (The
+	// times the benchmark saw an assemblage and an edge object change come from two watches with
+	// their own delays, so the last assemblage may be seen after the last edge object: no order
+	// between the two is asserted.)
 	if dests := number("update", "destinations"); dests != float64(c.N/c.P) {
 		t.Errorf("update.destinations is %v, want the %d destinations of the first placement", dests, c.N/c.P)
-	}
-	if number("update", "mailboxMaxSeconds") > number("update", "maxSeconds") {
-		t.Errorf("the update reached the last assemblage after %vs, later than the last edge (%vs)", number("update", "mailboxMaxSeconds"), number("update", "maxSeconds"))
 	}
 	if n := number("update", "assemblageWrites"); n < float64(c.N/c.P) {
 		t.Errorf("update.assemblageWrites is %v, fewer than the %d assemblages the edit changes", n, c.N/c.P)
