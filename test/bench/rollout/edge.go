@@ -48,7 +48,10 @@ type edgePlayer struct {
 	// conditions are the conditions last written on each assemblage, for their transition
 	// times, by mailbox cluster and assemblage.
 	conditions map[assemblageKey][]metav1.Condition
-	waiters    waiters
+	// writing serialises the writes of each assemblage, so that a slow applied report never
+	// lands after the ready one.
+	writing map[assemblageKey]*sync.Mutex
+	waiters waiters
 
 	writes, writeErrors atomic.Int64
 }
@@ -126,6 +129,7 @@ func startEdgePlayer(ctx context.Context, s *framework.Server, espwPath logicalc
 		writer: writer, appliedAfter: appliedAfter, readyAfter: readyAfter,
 		queue:      workqueue.NewTypedDelayingQueue[report](),
 		deliveries: map[deliveryKey]*delivery{}, conditions: map[assemblageKey][]metav1.Condition{},
+		writing: map[assemblageKey]*sync.Mutex{},
 	}
 	p.informer = kcpdynamicinformer.NewFilteredDynamicInformer(reader, assemblagesGVR, 0,
 		cache.Indexers{kcpcache.ClusterIndexName: kcpcache.ClusterIndexFunc}, nil).Informer()
@@ -201,8 +205,24 @@ func (p *edgePlayer) work(ctx context.Context) {
 }
 
 // write writes the status a syncer writes once the version of r is applied at its edge, with
-// its objects not ready yet, or ready.
+// its objects not ready yet, or ready. An applied report due after the ready one was written is
+// not written.
 func (p *edgePlayer) write(ctx context.Context, r report) error {
+	p.mu.Lock()
+	lock := p.writing[r.key.assemblageKey]
+	if lock == nil {
+		lock = &sync.Mutex{}
+		p.writing[r.key.assemblageKey] = lock
+	}
+	p.mu.Unlock()
+	lock.Lock()
+	defer lock.Unlock()
+	p.mu.Lock()
+	late := !r.ready && !p.deliveries[r.key].ready.IsZero()
+	p.mu.Unlock()
+	if late {
+		return nil
+	}
 	item, exists, err := p.informer.GetIndexer().GetByKey(kcpcache.ToClusterAwareKey(r.key.cluster.String(), "", r.key.name))
 	if err != nil {
 		return err
