@@ -228,9 +228,11 @@ type change struct {
 	PlayerWrites int64          `json:"edgePlayerWrites"`
 	// PlacementChanges are the changes of the placement's status that the benchmark's watch
 	// saw, by the controller whose part changed.
-	PlacementChanges     statusChanges `json:"placementStatusChanges"`
-	KCPCPUSeconds        float64       `json:"kcpCPUSeconds"`
-	ControllerCPUSeconds float64       `json:"controllerCPUSeconds"`
+	PlacementChanges statusChanges `json:"placementStatusChanges"`
+	// OtherPlacementChanges are those of the other placement, which was not edited.
+	OtherPlacementChanges statusChanges `json:"otherPlacementStatusChanges"`
+	KCPCPUSeconds         float64       `json:"kcpCPUSeconds"`
+	ControllerCPUSeconds  float64       `json:"controllerCPUSeconds"`
 }
 
 // idle is what the center spent over a window in which nothing changed.
@@ -572,7 +574,11 @@ func (b *bench) measureChange(ctx context.Context, placement, value string, dest
 	}
 	requestsBefore := b.requestCounts(ctx)
 	kcpCPU, ecmCPU, playerWrites := framework.CPUSeconds(b.s.PID()), framework.CPUSeconds(b.ecm.PID()), b.player.writes.Load()
-	changesBefore := b.placements.changesOf(placement)
+	other := flatPlacement
+	if placement == flatPlacement {
+		other = pacedPlacement
+	}
+	changesBefore, otherBefore := b.placements.changesOf(placement), b.placements.changesOf(other)
 	start := since
 	if value != "" {
 		say("%s: ConfigMap %s/settings := %s, to %d destinations", placement, placement, value, destinations)
@@ -599,6 +605,7 @@ func (b *bench) measureChange(ctx context.Context, placement, value string, dest
 	c.ControllerCPUSeconds = framework.CPUSeconds(b.ecm.PID()) - ecmCPU
 	c.PlayerWrites = b.player.writes.Load() - playerWrites
 	c.PlacementChanges = b.placements.changesOf(placement).minus(changesBefore)
+	c.OtherPlacementChanges = b.placements.changesOf(other).minus(otherBefore)
 	c.Requests = requestDiff(requestsBefore, b.requestCounts(ctx))
 	c.Writes, c.Reads = sumRequests(c.Requests)
 

@@ -148,6 +148,7 @@ func printTables(w io.Writer, r *result) {
 	fmt.Fprintf(w, "| unbounded: most destinations in flight at once | %d |\n", u.MaxInFlight)
 	g := r.AfterGate
 	fmt.Fprintf(w, "| after the canary's pause gate: resume to RolloutComplete, %d destinations / ideal (%d waves) | %.1f s / %.1f s (%.2f) |\n", g.Destinations, g.Waves, g.Seconds, g.IdealSeconds, g.Ratio)
+	fmt.Fprintf(w, "| after the gate: per wave; most in flight at once | %s s; %d |\n", seconds(g.WaveSeconds), g.MaxInFlight)
 	fmt.Fprintf(w, "| center CPU, edit until %.0f s after complete: kcp / edge-controller-manager, paced | %.1f s / %.1f s |\n", c.SettleSeconds, p.KCPCPUSeconds, p.ControllerCPUSeconds)
 	fmt.Fprintf(w, "| center CPU, same, unbounded | %.1f s / %.1f s |\n", u.KCPCPUSeconds, u.ControllerCPUSeconds)
 	for _, i := range []idle{r.IdleNoRollout, r.IdleWaiting} {
@@ -175,7 +176,8 @@ func printTables(w io.Writer, r *result) {
 	fmt.Fprintf(w, "| all writes | %.0f | %.0f |\n", p.Writes, u.Writes)
 	fmt.Fprintf(w, "| of which the edge player's status writes | %d | %d |\n", p.PlayerWrites, u.PlayerWrites)
 	fmt.Fprintf(w, "| all reads (GET, LIST, WATCH) | %.0f | %.0f |\n", p.Reads, u.Reads)
-	fmt.Fprintf(w, "| the placement's status changes seen by a watch, by whose part changed: translator / summarizer / both / neither | %s | %s |\n", p.PlacementChanges, u.PlacementChanges)
+	fmt.Fprintf(w, "| changes of the edited placement's status seen by a watch, by whose part changed: translator / summarizer / both / neither | %s | %s |\n", p.PlacementChanges, u.PlacementChanges)
+	fmt.Fprintf(w, "| changes of the other placement's status (not edited) | %s | %s |\n", p.OtherPlacementChanges, u.OtherPlacementChanges)
 	fmt.Fprintf(w, "| duration counted | %.1f s | %.1f s |\n", p.Seconds+c.SettleSeconds, u.Seconds+c.SettleSeconds)
 
 	fmt.Fprintf(w, "\nNo syncer heartbeats are played: every SyncTarget's SyncerReady stays Unknown (HeartbeatMissing), which the rollout does not count as stale; heartbeats would add N/interval Lease writes a second to every window alike.\n")
