@@ -215,6 +215,11 @@ bench-summarizer: $(KCP) ## Status summarizer: BENCH_N (300) destinations x 10 D
 	@mkdir -p _output
 	$(GO) run ./test/bench/summarizer -n $(or $(BENCH_N),300) -k 10 -json _output/bench-summarizer.json
 
+.PHONY: bench-rollout
+bench-rollout: $(KCP) ## Rollouts: BENCH_N (1000) destinations played by the benchmark; a maxInFlight 10% rollout vs. its ideal and vs. the same change unbounded, idle CPU while it waits.
+	@mkdir -p _output
+	$(GO) run ./test/bench/rollout -n $(or $(BENCH_N),1000) -json _output/bench-rollout.json
+
 ##@ Try it
 
 # What make demo and the quickstart run: kcp (the center, and by default the edge clusters'
