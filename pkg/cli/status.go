@@ -262,6 +262,9 @@ func placementState(p *edgev1alpha1.EdgePlacement) string {
 		return "Ready"
 	case s.Stale > 0 && s.Pending == 0 && s.Applied == 0:
 		return "Stale"
+	case s.Pending == 0 && s.Applied > 0:
+		// Delivered everywhere it can be; what is left is for the edges' objects to turn ready.
+		return "NotReady"
 	default:
 		return "RollingOut"
 	}

@@ -48,6 +48,9 @@ func TestPlacementState(t *testing.T) {
 		{placementWith(3, &edgev1alpha1.DestinationCounts{Ready: 2, Failed: 1}, false), "Failing"},
 		{placementWith(3, &edgev1alpha1.DestinationCounts{Ready: 2, Stale: 1}, false), "Stale"},
 		{placementWith(3, &edgev1alpha1.DestinationCounts{Ready: 1, Pending: 1, Stale: 1}, false), "RollingOut"},
+		{placementWith(3, &edgev1alpha1.DestinationCounts{Ready: 1, Pending: 1, Applied: 1}, false), "RollingOut"},
+		{placementWith(3, &edgev1alpha1.DestinationCounts{Ready: 1, Applied: 2}, false), "NotReady"},
+		{placementWith(3, &edgev1alpha1.DestinationCounts{Applied: 2, Stale: 1}, false), "NotReady"},
 		{placementWith(3, &edgev1alpha1.DestinationCounts{Ready: 3}, true), "Paused"},
 	} {
 		if got := placementState(&tc.p); !strings.HasPrefix(got, tc.want) {
