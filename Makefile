@@ -215,6 +215,11 @@ bench-summarizer: $(KCP) ## Status summarizer: BENCH_N (300) destinations x 10 D
 	@mkdir -p _output
 	$(GO) run ./test/bench/summarizer -n $(or $(BENCH_N),300) -k 10 -json _output/bench-summarizer.json
 
+.PHONY: bench-kcp
+bench-kcp: $(KCP) ## kcp's own costs: ConfigMap creates (rate, kcp CPU per write), workspaces (rate, kcp RSS each), idle CPU. BENCH_ARGS adds e.g. "-kcp v0.28.1=/path/to/kcp -rounds 2 -profile DIR" to compare builds.
+	@mkdir -p _output
+	$(GO) run ./test/bench/kcpwrites -kcp $(KCP_VERSION)=$(KCP) -json _output/bench-kcp.json $(BENCH_ARGS)
+
 .PHONY: bench-rollout
 bench-rollout: $(KCP) ## Rollouts: BENCH_N (1000) destinations played by the benchmark; a maxInFlight 10% rollout vs. its ideal and vs. the same change unbounded, idle CPU while it waits.
 	@mkdir -p _output

@@ -77,8 +77,9 @@ func KCP(t testing.TB) *Server {
 type KCPOption func(*kcpOptions)
 
 type kcpOptions struct {
-	users []User
-	args  []string
+	users  []User
+	args   []string
+	binary string
 }
 
 // User is an identity that kcp authenticates by a static bearer token (kcp's --token-auth-file),
@@ -99,6 +100,12 @@ func WithUsers(users ...User) KCPOption {
 // --disable-admission-plugins=... for a benchmark of a differently configured kcp.
 func WithArgs(args ...string) KCPOption {
 	return func(o *kcpOptions) { o.args = append(o.args, args...) }
+}
+
+// WithBinary starts the kcp at path instead of bin/kcp, for a benchmark that compares kcp
+// releases.
+func WithBinary(path string) KCPOption {
+	return func(o *kcpOptions) { o.binary = path }
 }
 
 // RunWithKCP starts kcp, runs the tests, stops kcp and returns the exit code for os.Exit. When a
@@ -148,8 +155,8 @@ func startServer(opts ...KCPOption) (*Server, error) {
 		opt(&o)
 	}
 	if kc := os.Getenv("EDGE_E2E_KUBECONFIG"); kc != "" {
-		if len(o.users) > 0 || len(o.args) > 0 {
-			return nil, fmt.Errorf("these tests start kcp with users or arguments of their own (framework.WithUsers, WithArgs); unset EDGE_E2E_KUBECONFIG")
+		if len(o.users) > 0 || len(o.args) > 0 || o.binary != "" {
+			return nil, fmt.Errorf("these tests start kcp with users, arguments or a binary of their own (framework.WithUsers, WithArgs, WithBinary); unset EDGE_E2E_KUBECONFIG")
 		}
 		s := &Server{KubeconfigPath: kc}
 		return s, s.connect()
@@ -158,7 +165,9 @@ func startServer(opts ...KCPOption) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(kcpBin); err != nil {
+	if o.binary != "" {
+		kcpBin = o.binary
+	} else if _, err := os.Stat(kcpBin); err != nil {
 		return nil, fmt.Errorf("%s is missing: run 'make tools' first (it builds kcp at the pinned version)", kcpBin)
 	}
 	dir, err := os.MkdirTemp("", "edge-mc-kcp-")
