@@ -15,7 +15,9 @@ import (
 var workspacesGVR = schema.GroupVersionResource{Group: "tenancy.kcp.io", Version: "v1alpha1", Resource: "workspaces"}
 
 // grantAdmin makes user an admin of the workspace ws (cluster-admin there, which includes kcp's
-// access to the workspace), as its owner would be.
+// access to the workspace), as its owner would be, and waits until kcp's authorizer has the
+// binding: kcp answers from an RBAC cache that follows writes with a delay, a few seconds on a
+// loaded machine (CI saw alice refused right after the grant).
 func grantAdmin(t *testing.T, f *framework.Fleet, ws logicalcluster.Path, user string) {
 	t.Helper()
 	f.Apply(t, ws, fmt.Sprintf(`apiVersion: rbac.authorization.k8s.io/v1
@@ -24,6 +26,12 @@ metadata: {name: %[1]s-admin}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}
 subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: %[1]s}]
 `, user))
+	cfg := framework.KCP(t).UserConfig(t, user, ws)
+	probe := get("list Namespaces in "+ws.String(), ws, "/api/v1/namespaces")
+	framework.Eventually(t, 30*time.Second, func() (bool, string) {
+		code, body := framework.Send(t, cfg, probe)
+		return code == 200, fmt.Sprintf("%s, just made admin: %s: %d %s", user, probe.What, code, body)
+	})
 }
 
 // TestWorkloadAuthorStaysInTheirWorkspace: alice administers one workload workspace. There she
