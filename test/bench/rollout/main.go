@@ -480,8 +480,19 @@ func (b *bench) destinations(ctx context.Context) error {
 	start, last, lastReady, lastChange := time.Now(), time.Now(), -1, time.Now()
 	for {
 		list, err := imw.Resource(syncTargetsGVR).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return fmt.Errorf("listing the SyncTargets: %w", err)
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil && time.Since(lastChange) > 5*time.Minute:
+			return fmt.Errorf("listing the SyncTargets: %w (no progress for 5m)", err)
+		case err != nil:
+			// A busy kcp may time out a list of many SyncTargets: ask again, within the
+			// no-progress bound (a run on a loaded machine stopped here at 601 of 1000).
+			say("set-up: listing the SyncTargets: %v; trying again", err)
+			if err := b.sleep(ctx, 2*time.Second); err != nil {
+				return err
+			}
+			continue
 		}
 		ready := 0
 		for i := range list.Items {
