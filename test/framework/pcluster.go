@@ -368,14 +368,35 @@ func (s *Syncer) WaitReady(t testing.TB, timeout time.Duration) {
 	}
 }
 
-// GetObject reads one object, or returns nil if it does not exist.
+// GetObject reads one object, or returns nil if it cannot be read (it does not exist, or the
+// identity may not read it). A server too busy to answer in time is asked again for up to a
+// minute: on a loaded machine a read that timed out once must not pass for an object that is
+// gone (CI's rollout tests read "no EdgePlacement" right after creating it).
 func GetObject(t testing.TB, client dynamic.Interface, gvr schema.GroupVersionResource, namespace, name string) *unstructured.Unstructured {
 	t.Helper()
-	u, err := client.Resource(gvr).Namespace(namespace).Get(Context(t, 10*time.Second), name, metav1.GetOptions{})
-	if err != nil {
-		return nil
+	deadline := time.Now().Add(time.Minute)
+	for {
+		u, err := client.Resource(gvr).Namespace(namespace).Get(Context(t, 10*time.Second), name, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			return u
+		case busy(err) && time.Now().Before(deadline):
+			time.Sleep(time.Second)
+		case busy(err):
+			t.Logf("reading %s %s/%s: the server did not answer for a minute: %v", gvr.Resource, namespace, name, err)
+			return nil
+		default:
+			return nil
+		}
 	}
-	return u
+}
+
+// busy says whether an error is the server (or the client's deadline) running out of time or
+// capacity, not an answer about the object.
+func busy(err error) bool {
+	return apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsTooManyRequests(err) ||
+		apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err) ||
+		errors.Is(err, context.DeadlineExceeded) || apierrors.IsUnexpectedServerError(err)
 }
 
 // PCluster returns the cluster as an edge cluster for StartSyncer.
