@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/kcp-dev/logicalcluster/v3"
+	tenancyv1alpha1 "github.com/kcp-dev/sdk/apis/tenancy/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
@@ -70,6 +72,9 @@ type centerPKI struct {
 }
 
 var sharded *ShardedCenter
+
+// ShardNameLabel is the label the harness puts on each Shard object, its value the shard's name.
+const ShardNameLabel = "test.edge.kcp.io/shard"
 
 // ShardedKCP returns the package's sharded center. RunWithShardedKCP must have started it.
 func ShardedKCP(t testing.TB) *ShardedCenter {
@@ -341,6 +346,14 @@ func StartShardedKCP(shards int, opts ...KCPOption) (*ShardedCenter, error) {
 	}); err != nil {
 		return c, err
 	}
+	// Label each Shard with its name, so that a test can place a workspace on a given shard
+	// (Workspace spec.location.selector matches Shard labels; kcp sets none by itself).
+	for _, sh := range c.Shards {
+		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, ShardNameLabel, sh.Name)
+		if _, err := front.KCP.Cluster(logicalcluster.NewPath("root")).CoreV1alpha1().Shards().Patch(ctx, sh.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			return c, fmt.Errorf("labelling the Shard %s: %w", sh.Name, err)
+		}
+	}
 	front.StartupTime = time.Since(start)
 	c.Front = front
 	fmt.Fprintf(os.Stderr, "framework: sharded kcp (%d shards) ready in %s\n", shards, front.StartupTime.Round(100*time.Millisecond))
@@ -535,4 +548,101 @@ func (c *ShardedCenter) printLogTails(n int) {
 		tail, _ := lastLines(path, n)
 		fmt.Fprintf(os.Stderr, "---- last %d lines of %s ----\n%s\n---- end of %s ----\n", len(tail), path, strings.Join(tail, "\n"), path)
 	}
+}
+
+// ShardOf returns the name of the shard that holds the workspace at path. It asks the workspace's
+// parent, through the front-proxy, for the workspace's logical cluster, then each shard directly
+// whether it serves that logical cluster: what kcp stores, not an annotation's promise.
+func (c *ShardedCenter) ShardOf(ctx context.Context, path logicalcluster.Path) (string, error) {
+	parent, name := path.Split()
+	ws, err := c.Front.KCP.Cluster(parent).TenancyV1alpha1().Workspaces().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("reading the workspace %s: %w", path, err)
+	}
+	if ws.Spec.Cluster == "" {
+		return "", fmt.Errorf("the workspace %s has no logical cluster yet (phase %s)", path, ws.Status.Phase)
+	}
+	client, err := c.httpClient()
+	if err != nil {
+		return "", err
+	}
+	var holders []string
+	for _, s := range c.Shards {
+		url := s.BaseURL + "/clusters/" + ws.Spec.Cluster + "/apis/core.kcp.io/v1alpha1/logicalclusters/cluster"
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return "", err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return "", fmt.Errorf("asking shard %s for the logical cluster %s of %s: %w", s.Name, ws.Spec.Cluster, path, err)
+		}
+		resp.Body.Close()
+		switch resp.StatusCode {
+		case http.StatusOK:
+			holders = append(holders, s.Name)
+		case http.StatusNotFound, http.StatusForbidden:
+		default:
+			return "", fmt.Errorf("asking shard %s for the logical cluster %s of %s: %s", s.Name, ws.Spec.Cluster, path, resp.Status)
+		}
+	}
+	if len(holders) != 1 {
+		return "", fmt.Errorf("the logical cluster %s of %s is served by %d shards (%v), not one", ws.Spec.Cluster, path, len(holders), holders)
+	}
+	return holders[0], nil
+}
+
+// EventuallyShardOf is ShardOf retried until the workspace at path has a logical cluster on some
+// shard (a new workspace is scheduled to a shard within seconds), failing the test after Converge.
+func (c *ShardedCenter) EventuallyShardOf(t testing.TB, path logicalcluster.Path) string {
+	t.Helper()
+	var shard string
+	Eventually(t, Converge, func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var err error
+		shard, err = c.ShardOf(ctx, path)
+		if err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	})
+	return shard
+}
+
+// NewWorkspaceOn creates a fresh workspace under root on the named shard and returns its path.
+func (c *ShardedCenter) NewWorkspaceOn(t testing.TB, shard string) logicalcluster.Path {
+	t.Helper()
+	path := logicalcluster.NewPath("root").Join(testWorkspaceName(t) + "-on-" + shard)
+	c.CreateWorkspaceOn(t, path, shard)
+	return path
+}
+
+// CreateWorkspaceOn creates the workspace at path (its parent must exist) on the named shard, by
+// the Workspace's spec.location.selector, and waits until it is Ready there.
+func (c *ShardedCenter) CreateWorkspaceOn(t testing.TB, path logicalcluster.Path, shard string) {
+	t.Helper()
+	parent, name := path.Split()
+	ws := &tenancyv1alpha1.Workspace{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: tenancyv1alpha1.WorkspaceSpec{Location: &tenancyv1alpha1.WorkspaceLocation{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{ShardNameLabel: shard}},
+		}},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := c.Front.KCP.Cluster(parent).TenancyV1alpha1().Workspaces().Create(ctx, ws, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating the workspace %s on shard %s: %v", path, shard, err)
+	}
+	Eventually(t, Converge, func() (bool, string) {
+		got, err := c.Front.KCP.Cluster(parent).TenancyV1alpha1().Workspaces().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return got.Status.Phase == "Ready", fmt.Sprintf("workspace %s is %s", path, got.Status.Phase)
+	})
+	if got := c.EventuallyShardOf(t, path); got != shard {
+		t.Fatalf("the workspace %s, placed on shard %s, is on shard %s", path, shard, got)
+	}
+	t.Logf("workspace %s on shard %s", path, shard)
 }
