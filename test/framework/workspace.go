@@ -24,13 +24,7 @@ var nonName = regexp.MustCompile(`[^a-z0-9]+`)
 func NewWorkspace(t testing.TB) logicalcluster.Path {
 	t.Helper()
 	s := KCP(t)
-	name := strings.Trim(nonName.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
-	if len(name) > 40 {
-		name = strings.Trim(name[:40], "-")
-	}
-	suffix := make([]byte, 3)
-	_, _ = rand.Read(suffix)
-	path := logicalcluster.NewPath("root").Join("e2e-" + name + "-" + hex.EncodeToString(suffix))
+	path := logicalcluster.NewPath("root").Join(testWorkspaceName(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if _, err := (&workspaces.Ensurer{KCP: s.KCP}).Workspace(ctx, path); err != nil {
@@ -68,4 +62,15 @@ func (s *Server) DynamicClient(t testing.TB, path logicalcluster.Path) dynamic.I
 // ServerURL returns the URL of the workspace at path, for kubectl --server.
 func (s *Server) ServerURL(path logicalcluster.Path) string {
 	return s.Base.Host + path.RequestPath()
+}
+
+// testWorkspaceName is a fresh workspace name that says which test made it.
+func testWorkspaceName(t testing.TB) string {
+	name := strings.Trim(nonName.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
+	if len(name) > 40 {
+		name = strings.Trim(name[:40], "-")
+	}
+	suffix := make([]byte, 3)
+	_, _ = rand.Read(suffix)
+	return "e2e-" + name + "-" + hex.EncodeToString(suffix)
 }
