@@ -54,32 +54,6 @@ type placementRollout struct {
 	history []edgev1alpha1.RevisionHistory
 	// waiting are mailboxes refused a permit, to queue again when the plan changes.
 	waiting map[string]bool
-	// plan is the last plan, made at planAt for planFor (the revision and the placement's
-	// generation); permits reuse it for up to planReuse, so that the reconciles of N mailboxes
-	// after an edit plan once, not N times over N destinations. A failure reported by one of
-	// the placement's assemblages, or a destination learned in flight, drops it.
-	plan    *rolloutPlan
-	planAt  time.Time
-	planFor string
-}
-
-// planReuse bounds how long permits reuse a plan. A plan reused permits no more destinations
-// than it had room for when it was made, so maxInFlight holds; what changes with time alone (a
-// soak ending, a deadline passing, a syncer falling silent) is seen this much later at most.
-const planReuse = time.Second
-
-// planKey says which plan fits: the revision, and the placement's generation (its strategy).
-func planKey(revision string, p *edgev1alpha1.EdgePlacement) string {
-	return fmt.Sprintf("%s/%d", revision, p.Generation)
-}
-
-// invalidatePlan drops a placement's reusable plan: one of its assemblages changed.
-func (t *rolloutTracker) invalidatePlan(pk placementKey) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if r, ok := t.placements[pk]; ok {
-		r.plan = nil
-	}
 }
 
 type reservation struct {
@@ -164,23 +138,13 @@ func (c *Controller) permit(pk placementKey, p *edgev1alpha1.EdgePlacement, mail
 	if !paced(p) {
 		return true
 	}
-	key := planKey(r.revision, p)
-	reused := r.plan != nil && r.planFor == key && now.Sub(r.planAt) < planReuse && !now.Before(r.planAt)
-	if !reused {
-		plan := planRollout(p.Spec.Rollout, r.revision, r.published, c.rolloutDestinations(pk, r, now), now)
-		r.plan, r.planAt, r.planFor = &plan, now, key
-	}
-	if r.plan.permit[mailbox] {
+	plan := planRollout(p.Spec.Rollout, r.revision, r.published, c.rolloutDestinations(pk, r, now), now)
+	if plan.permit[mailbox] {
 		r.reserved[mailbox] = reservation{version: version, at: now}
 		delete(r.waiting, mailbox)
 		return true
 	}
 	r.waiting[mailbox] = true
-	if reused {
-		// The plan may be older than what this mailbox reports: plan again soon, which queues
-		// the waiting mailboxes it permits.
-		c.queue.AddAfter(queueKey{placement: pk}, planReuse)
-	}
 	return false
 }
 
@@ -195,10 +159,6 @@ func (c *Controller) noteCurrent(pk placementKey, p *edgev1alpha1.EdgePlacement,
 	r := c.rollouts.of(pk, p.Status.Rollout)
 	known := r.desired[mailbox] == version
 	r.desired[mailbox] = version
-	if !known {
-		// A destination learned in flight takes room: no permit from an older plan.
-		r.plan = nil
-	}
 	r.publish(revision, c.now())
 	c.rollouts.mu.Unlock()
 	if !known {
@@ -308,7 +268,6 @@ func (c *Controller) reconcileRollout(pk placementKey, p *edgev1alpha1.EdgePlace
 		return nil, status, 0
 	}
 	plan := planRollout(p.Spec.Rollout, r.revision, r.published, c.rolloutDestinations(pk, r, now), now)
-	r.plan, r.planAt, r.planFor = &plan, now, planKey(r.revision, p)
 	for mb := range plan.permit {
 		if r.waiting[mb] {
 			c.queue.Add(queueKey{mailbox: mb})

@@ -371,27 +371,8 @@ func (c *Controller) mailboxObjectChanged(u *unstructured.Unstructured) {
 	}
 	if keys, _ := assemblagePlacementIndex(u); len(keys) == 1 {
 		cluster, name, _ := strings.Cut(keys[0], "|")
-		if reportsFailure(u) {
-			// A failure may stop the rollout (maxFailures): no permit from an older plan.
-			c.rollouts.invalidatePlan(placementKey{cluster, name})
-		}
 		c.queue.AddAfter(queueKey{placement: placementKey{cluster, name}}, rolloutLookDelay)
 	}
-}
-
-// reportsFailure says whether an assemblage's status reports a failure: an object failed, or
-// the syncer refused it.
-func reportsFailure(u *unstructured.Unstructured) bool {
-	if failed, _, _ := unstructured.NestedInt64(u.Object, "status", "counts", "failed"); failed > 0 {
-		return true
-	}
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, _ := c.(map[string]any); m["type"] == edgev1alpha1.AssemblageRefused && m["status"] == string(metav1.ConditionTrue) {
-			return true
-		}
-	}
-	return false
 }
 
 // rolloutLookDelay gathers the changes of the assemblages of a placement into one look at its
