@@ -105,8 +105,8 @@ func assemblagePlacementIndex(obj any) ([]string, error) {
 	return []string{placementKey{cluster, name}.String()}, nil
 }
 
-// assemblagesOfPlacement returns a placement's assemblages, by the logical cluster of their
-// mailbox.
+// assemblagesOfPlacement returns a placement's assemblages, without the objects they carry, by
+// the logical cluster of their mailbox.
 func (v *mailboxView) assemblagesOfPlacement(pk placementKey) map[string]*edgev1alpha1.Assemblage {
 	out := map[string]*edgev1alpha1.Assemblage{}
 	v.mu.Lock()
@@ -118,8 +118,15 @@ func (v *mailboxView) assemblagesOfPlacement(pk placementKey) map[string]*edgev1
 	items, _ := inf.GetIndexer().ByIndex(assemblagesByPlacement, pk.String())
 	for _, item := range items {
 		u := asUnstructured(item)
+		if u == nil {
+			continue
+		}
+		// The rollout planner reads the metadata, the version and the status, of every
+		// destination at each plan: the objects carried stay out of the conversion.
+		version, _, _ := unstructured.NestedString(u.Object, "spec", "version")
+		brief := map[string]any{"metadata": u.Object["metadata"], "spec": map[string]any{"version": version}, "status": u.Object["status"]}
 		a := &edgev1alpha1.Assemblage{}
-		if u == nil || runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, a) != nil {
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(brief, a) != nil {
 			continue
 		}
 		out[logicalcluster.From(u).String()] = a
