@@ -3,6 +3,7 @@ package espw
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sort"
 	"sync"
@@ -24,7 +25,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
-	"math/rand/v2"
 )
 
 // Endpoints follows the APIExportEndpointSlice of one APIExport of the ESPW. kcp lists there one
@@ -53,8 +53,10 @@ type Endpoints struct {
 	// urls are the URLs the slice lists, sorted; clients their clients.
 	urls    []string
 	clients map[string]kcpdynamic.ClusterInterface
-	// informers are the informers made by NewInformer.
+	// informers are the informers made by NewInformer, until they stop.
 	informers []*Informer
+	// shardOf remembers the URL found for each logical cluster written to.
+	shardOf map[logicalcluster.Name]string
 	// changed is closed, and replaced, whenever urls or synced change.
 	changed chan struct{}
 }
@@ -68,7 +70,7 @@ func NewEndpoints(kcp kcpclientset.ClusterInterface, espw logicalcluster.Path, e
 		return nil, err
 	}
 	return &Endpoints{export: export, espw: espw, kcp: kcp, config: rest.CopyConfig(config), base: base,
-		clients: map[string]kcpdynamic.ClusterInterface{}, changed: make(chan struct{})}, nil
+		clients: map[string]kcpdynamic.ClusterInterface{}, shardOf: map[logicalcluster.Name]string{}, changed: make(chan struct{})}, nil
 }
 
 // Export is the name of the APIExport followed.
@@ -142,6 +144,11 @@ func (e *Endpoints) setURLs(ctx context.Context, urls []string) {
 		if !slices.Contains(urls, u) {
 			logger.Info("a virtual workspace of the export is gone: its shard holds no binding any more", "url", u)
 			delete(e.clients, u)
+			for cluster, of := range e.shardOf {
+				if of == u {
+					delete(e.shardOf, cluster)
+				}
+			}
 			for _, i := range e.informers {
 				i.removeShard(u)
 			}
@@ -222,6 +229,14 @@ func (e *Endpoints) WaitForURL(ctx context.Context, notYet func()) (string, bool
 	}
 }
 
+// ClusterClient reaches a workspace by path: a kcpdynamic.ClusterInterface is one, and so is an
+// *Endpoints.
+type ClusterClient interface {
+	Cluster(path logicalcluster.Path) dynamic.Interface
+}
+
+var _ ClusterClient = &Endpoints{}
+
 // Cluster returns a client of the workspace: through the virtual workspace whose informers show
 // objects of it (kcp refuses a workspace that the shard of the URL does not hold), or, if none
 // does yet, through kcp's base URL with the controllers' credential, which the front-proxy
@@ -229,6 +244,9 @@ func (e *Endpoints) WaitForURL(ctx context.Context, notYet func()) (string, bool
 func (e *Endpoints) Cluster(path logicalcluster.Path) dynamic.Interface {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if len(e.urls) == 1 {
+		return e.clients[e.urls[0]].Cluster(path)
+	}
 	if name, ok := path.Name(); ok {
 		if u, found := e.urlOfLocked(name); found {
 			return e.clients[u].Cluster(path)
@@ -237,12 +255,17 @@ func (e *Endpoints) Cluster(path logicalcluster.Path) dynamic.Interface {
 	return e.base.Cluster(path)
 }
 
-// urlOfLocked finds the URL whose informers hold an object of the logical cluster.
+// urlOfLocked finds the URL whose informers hold an object of the logical cluster, and
+// remembers it: a logical cluster never moves to another shard.
 func (e *Endpoints) urlOfLocked(cluster logicalcluster.Name) (string, bool) {
+	if u, ok := e.shardOf[cluster]; ok {
+		return u, true
+	}
 	key := kcpcache.ClusterIndexKey(cluster)
 	for _, u := range e.urls {
 		for _, i := range e.informers {
 			if i.shardHolds(u, key) {
+				e.shardOf[cluster] = u
 				return u, true
 			}
 		}
@@ -263,6 +286,13 @@ func (e *Endpoints) NewInformer(gvr schema.GroupVersionResource, resync time.Dur
 	})
 }
 
+// forget stops following the slice for the informer, once it has stopped.
+func (e *Endpoints) forget(i *Informer) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.informers = slices.DeleteFunc(e.informers, func(o *Informer) bool { return o == i })
+}
+
 // newInformer registers an informer whose shard on each URL build makes.
 func (e *Endpoints) newInformer(what string, indexers cache.Indexers, build func(url string, client kcpdynamic.ClusterInterface) cache.SharedIndexInformer) *Informer {
 	i := &Informer{endpoints: e, what: what, indexers: indexers, build: build, shards: map[string]*shard{}}
@@ -278,7 +308,8 @@ func (e *Endpoints) newInformer(what string, indexers cache.Indexers, build func
 // WaitForEndpoint waits until the APIExportEndpointSlice of the named APIExport in the ESPW lists
 // a URL, the export's virtual workspace, and returns it; false if ctx ends first. kcp lists it
 // only once some workspace binds the export. It reads the slice with jittered backoff, from 1 s
-// up to 30 s, logging why a read failed.
+// up to 30 s, logging why a read failed. It returns the first URL only, one shard's virtual
+// workspace: the controllers follow every URL with Endpoints; tools that need one use this.
 func WaitForEndpoint(ctx context.Context, kcp kcpclientset.ClusterInterface, espw logicalcluster.Path, export string) (string, bool) {
 	logger := klog.FromContext(ctx)
 	delay := time.Second

@@ -146,7 +146,8 @@ func (i *Informer) shardHolds(url, clusterKey string) bool {
 	return err == nil && len(keys) > 0
 }
 
-// Run starts the shards, present and future, and blocks until stop is closed.
+// Run starts the shards, present and future, and blocks until stop is closed. The informer then
+// stops following the slice: a stopped informer cannot be run again.
 func (i *Informer) Run(stop <-chan struct{}) {
 	i.mu.Lock()
 	if i.stop != nil {
@@ -159,6 +160,7 @@ func (i *Informer) Run(stop <-chan struct{}) {
 	}
 	i.mu.Unlock()
 	<-stop
+	i.endpoints.forget(i)
 }
 
 // HasSynced says whether the slice has been read and every shard's informer has synced. A

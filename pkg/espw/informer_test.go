@@ -227,8 +227,17 @@ func TestInformerMadeAfterURLsAndStartedLate(t *testing.T) {
 	events := &recorder{}
 	_, _ = i.AddEventHandler(events.handler())
 	eventually(t, "a handler added late gets the cache replayed", func() bool { return events.has("add ca|default/one") })
-	// Stopping Run stops the shards; a URL that goes afterwards still delivers its deletes.
+	// Once Run returns, the informer no longer follows the slice.
 	cancel()
-	e.setURLs(context.Background(), nil)
-	eventually(t, "deletes after stop", func() bool { return events.has("delete (final state unknown) ca|default/one") })
+	eventually(t, "the stopped informer forgotten", func() bool {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return !slices.Contains(e.informers, i) && slices.Contains(e.informers, first)
+	})
+	e.setURLs(context.Background(), []string{"https://shard-a/vw", "https://shard-b/vw"})
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	if len(i.shards) != 1 {
+		t.Errorf("a stopped informer got a shard on a new URL: %d shards", len(i.shards))
+	}
 }

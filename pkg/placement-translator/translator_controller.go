@@ -38,9 +38,7 @@ import (
 	"sync"
 	"time"
 
-	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
 	kcpdynamic "github.com/kcp-dev/client-go/dynamic"
-	kcpdynamicinformer "github.com/kcp-dev/client-go/dynamic/dynamicinformer"
 	"github.com/kcp-dev/logicalcluster/v3"
 	kcpclientset "github.com/kcp-dev/sdk/client/clientset/versioned/cluster"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,6 +52,7 @@ import (
 	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/espw"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
@@ -94,8 +93,14 @@ const (
 type Config struct {
 	// ESPW is the edge service provider workspace, the mailboxes' parent.
 	ESPW logicalcluster.Path
-	// EdgeVWConfig reaches the virtual workspace of the APIExport edge.kcp.io.
+	// EdgeVWConfig reaches one virtual workspace of the APIExport edge.kcp.io, to discover the
+	// workload resources it serves (every shard's serves the same).
 	EdgeVWConfig *rest.Config
+	// Edge follows the virtual workspaces of edge.kcp.io (one per shard that holds a binding of
+	// it), and writes to each workload workspace through the one that serves it; Mailbox and
+	// Workloads follow those of mailbox.edge.kcp.io and workloads.edge.kcp.io, where mailboxes
+	// are read.
+	Edge, Mailbox, Workloads *espw.Endpoints
 	// Admin reaches any workspace of kcp with the controller's own credential: mailboxes, and
 	// the custom kinds of workload workspaces.
 	Admin kcpdynamic.ClusterInterface
@@ -111,14 +116,14 @@ type Config struct {
 // Controller is the placement translator. Create it with NewController and run it with Start.
 type Controller struct {
 	cfg    Config
-	edgeVW kcpdynamic.ClusterInterface
+	edgeVW espw.ClusterClient
 	queue  workqueue.TypedRateLimitingInterface[queueKey]
 
-	placements  cache.SharedIndexInformer
-	slices      cache.SharedIndexInformer
-	customizers cache.SharedIndexInformer
-	syncTargets cache.SharedIndexInformer
-	locations   cache.SharedIndexInformer
+	placements  espw.SharedInformer
+	slices      espw.SharedInformer
+	customizers espw.SharedInformer
+	syncTargets espw.SharedInformer
+	locations   espw.SharedInformer
 
 	// workload holds one informer per workload resource served through the virtual workspace,
 	// and the custom kinds of the workload workspaces; see sources.go.
@@ -166,13 +171,9 @@ func NewController(cfg Config) (*Controller, error) {
 	if cfg.HeartbeatInterval <= 0 {
 		cfg.HeartbeatInterval = DefaultHeartbeatInterval
 	}
-	edgeVW, err := kcpdynamic.NewForConfig(cfg.EdgeVWConfig)
-	if err != nil {
-		return nil, err
-	}
 	c := &Controller{
 		cfg:    cfg,
-		edgeVW: edgeVW,
+		edgeVW: cfg.Edge,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[queueKey](),
 			workqueue.TypedRateLimitingQueueConfig[queueKey]{Name: ControllerName}),
 		mailboxes:     map[string]*mailboxState{},
@@ -181,9 +182,8 @@ func NewController(cfg Config) (*Controller, error) {
 		rollouts:      newRolloutTracker(),
 		now:           time.Now,
 	}
-	newInformer := func(gvr schema.GroupVersionResource, indexers cache.Indexers) cache.SharedIndexInformer {
-		indexers[kcpcache.ClusterIndexName] = kcpcache.ClusterIndexFunc
-		return kcpdynamicinformer.NewFilteredDynamicInformer(edgeVW, gvr, resyncPeriod, indexers, nil).Informer()
+	newInformer := func(gvr schema.GroupVersionResource, indexers cache.Indexers) espw.SharedInformer {
+		return cfg.Edge.NewInformer(gvr, resyncPeriod, indexers, nil)
 	}
 	c.placements = newInformer(placementsGVR, cache.Indexers{})
 	c.slices = newInformer(slicesGVR, cache.Indexers{byMailbox: sliceMailboxes, byPlacement: slicePlacement, byLocation: sliceLocations})
@@ -198,7 +198,7 @@ func NewController(cfg Config) (*Controller, error) {
 	c.workload = newSources(c, resources)
 	c.upsync = newUpsyncSources(c)
 
-	handle := func(informer cache.SharedIndexInformer, onChange func(old, obj *unstructured.Unstructured)) error {
+	handle := func(informer espw.SharedInformer, onChange func(old, obj *unstructured.Unstructured)) error {
 		_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { onChange(nil, asUnstructured(obj)) },
 			UpdateFunc: func(old, obj any) { onChange(asUnstructured(old), asUnstructured(obj)) },
@@ -207,7 +207,7 @@ func NewController(cfg Config) (*Controller, error) {
 		return err
 	}
 	for _, h := range []struct {
-		informer cache.SharedIndexInformer
+		informer espw.SharedInformer
 		onChange func(old, obj *unstructured.Unstructured)
 	}{
 		{c.placements, c.placementChanged},
@@ -247,7 +247,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	defer c.queue.ShutDown()
 	logger := klog.FromContext(ctx).WithValues("controller", ControllerName)
 	ctx = klog.NewContext(ctx, logger)
-	for _, inf := range []cache.SharedIndexInformer{c.placements, c.slices, c.customizers, c.syncTargets, c.locations} {
+	for _, inf := range []espw.SharedInformer{c.placements, c.slices, c.customizers, c.syncTargets, c.locations} {
 		go inf.Run(ctx.Done())
 	}
 	c.workload.start(ctx)
@@ -276,7 +276,7 @@ func (c *Controller) Start(ctx context.Context) error {
 
 // HasSynced says whether every informer has synced.
 func (c *Controller) HasSynced() bool {
-	for _, inf := range []cache.SharedIndexInformer{c.placements, c.slices, c.customizers, c.syncTargets, c.locations} {
+	for _, inf := range []espw.SharedInformer{c.placements, c.slices, c.customizers, c.syncTargets, c.locations} {
 		if !inf.HasSynced() {
 			return false
 		}
