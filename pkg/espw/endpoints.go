@@ -2,7 +2,9 @@ package espw
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -15,6 +17,7 @@ import (
 	"github.com/kcp-dev/logicalcluster/v3"
 	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
 	kcpclientset "github.com/kcp-dev/sdk/client/clientset/versioned/cluster"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -82,7 +85,7 @@ func (e *Endpoints) Start(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithValues("export", e.export, "espw", e.espw)
 	endpointSlices := e.kcp.Cluster(e.espw).ApisV1alpha1().APIExportEndpointSlices()
 	byName := fields.OneTermEqualSelector("metadata.name", e.export).String()
-	inf := cache.NewSharedIndexInformer(&cache.ListWatch{
+	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = byName
 			return endpointSlices.List(ctx, o)
@@ -91,9 +94,14 @@ func (e *Endpoints) Start(ctx context.Context) {
 			o.FieldSelector = byName
 			return endpointSlices.Watch(ctx, o)
 		},
-	}, &apisv1alpha1.APIExportEndpointSlice{}, 0, cache.Indexers{})
+	}
+	inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, e.kcp), &apisv1alpha1.APIExportEndpointSlice{}, 0, cache.Indexers{})
 	_ = inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
-		logger.Error(err, "watching the APIExportEndpointSlice "+e.export+" (has 'kubectl edge init' run with this version?); will retry")
+		if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) || errors.Is(err, io.EOF) {
+			logger.V(2).Info("the watch of the APIExportEndpointSlice ended; listing again", "reason", err.Error())
+			return
+		}
+		logger.Error(err, "watching the APIExportEndpointSlice "+e.export+" (is kcp reachable, and has 'kubectl edge init' run with this version?); will retry")
 	})
 	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { e.setURLs(ctx, urlsOf(obj)) },
