@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -290,7 +291,8 @@ func (e *Endpoints) NewInformer(gvr schema.GroupVersionResource, resync time.Dur
 		all[name] = f
 	}
 	return e.newInformer(fmt.Sprintf("%s of %s", gvr, e.export), all, func(_ string, client kcpdynamic.ClusterInterface) cache.SharedIndexInformer {
-		return kcpdynamicinformer.NewFilteredDynamicInformer(client, gvr, resync, all, tweak).Informer()
+		// Each shard's indexer gets a map of its own, as an indexer may add to it.
+		return kcpdynamicinformer.NewFilteredDynamicInformer(client, gvr, resync, maps.Clone(all), tweak).Informer()
 	})
 }
 

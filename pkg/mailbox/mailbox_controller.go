@@ -12,9 +12,10 @@
 // permission claim on Leases); the workload kinds are bound into it only when a placement's
 // up-sync rules need them (by the placement translator).
 //
-// It sees SyncTargets through the virtual workspace of the APIExport edge.kcp.io, heartbeat
-// Leases and SyncerConfigs through that of mailbox.edge.kcp.io, and the mailbox workspaces with
-// a watch on the ESPW: one watch each, however many edge clusters.
+// It sees SyncTargets through the virtual workspaces of the APIExport edge.kcp.io, heartbeat
+// Leases and SyncerConfigs through those of mailbox.edge.kcp.io (one per shard that holds a
+// binding; see espw.Endpoints), and the mailbox workspaces with a watch on the ESPW: one watch
+// each per shard, however many edge clusters.
 package mailbox
 
 import (
