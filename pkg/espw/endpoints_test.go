@@ -32,25 +32,37 @@ func TestEndpointsFollowTheSlice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Start(ctx)
+	// A slice not there yet: WaitForURL says so once, and waits. (The fake clientset's watch does
+	// not replay what was created between its list and its watch, so the slices that this test
+	// follows exist before Start.)
+	other, err := NewEndpoints(kcp, espw.Path(), "not.there", &rest.Config{Host: "https://front-proxy.example"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Start(ctx)
 	notYet := make(chan struct{})
-	got := make(chan string)
+	waitCtx, stopWaiting := context.WithCancel(ctx)
 	go func() {
-		url, _ := e.WaitForURL(ctx, func() { close(notYet) })
-		got <- url
+		if _, ok := other.WaitForURL(waitCtx, func() { close(notYet) }); ok {
+			t.Error("WaitForURL returned a URL of a slice that does not exist")
+		}
 	}()
-	<-notYet // the slice is not there: nothing to follow yet
+	<-notYet
+	stopWaiting()
+
 	endpointSlices := kcp.Cluster(espw.Path()).ApisV1alpha1().APIExportEndpointSlices()
 	if _, err := endpointSlices.Create(ctx, endpointSlice("edge.kcp.io", "https://shard-b/vw"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if url := <-got; url != "https://shard-b/vw" {
+	e.Start(ctx)
+	if url, ok := e.WaitForURL(ctx, nil); !ok || url != "https://shard-b/vw" {
 		t.Errorf("WaitForURL: %q, want the one URL listed", url)
 	}
-	if _, err := endpointSlices.Update(ctx, endpointSlice("edge.kcp.io", "https://shard-b/vw", "https://shard-a/vw"), metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	// The update is repeated until seen: the watch may start after the list that found the slice.
 	eventually(t, "both URLs followed", func() bool {
+		if _, err := endpointSlices.Update(ctx, endpointSlice("edge.kcp.io", "https://shard-b/vw", "https://shard-a/vw"), metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 		return slices.Equal(e.URLs(), []string{"https://shard-a/vw", "https://shard-b/vw"})
 	})
 	if cfg := e.Config("https://shard-a/vw"); cfg.Host != "https://shard-a/vw" {

@@ -2,14 +2,18 @@ package espw
 
 import (
 	"errors"
+	"io"
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
 	kcpdynamic "github.com/kcp-dev/client-go/dynamic"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 )
 
 // SharedInformer is what edge-mc's controllers use of an informer. A cache.SharedIndexInformer
@@ -58,6 +62,9 @@ type shard struct {
 	stop    chan struct{}
 	done    chan struct{}
 	started bool
+	// unserved: the last list or watch failed because the virtual workspace does not serve the
+	// resource (404): the shard holds none of it, and counts as synced.
+	unserved atomic.Bool
 }
 
 // addShard starts following url; Endpoints calls it with its lock held.
@@ -71,9 +78,24 @@ func (i *Informer) addShard(url string, client kcpdynamic.ClusterInterface) {
 	if i.transform != nil {
 		_ = s.informer.SetTransform(i.transform)
 	}
-	if i.watchError != nil {
-		_ = s.informer.SetWatchErrorHandler(i.watchError)
-	}
+	_ = s.informer.SetWatchErrorHandler(func(r *cache.Reflector, err error) {
+		// A virtual workspace serves a kind claimed from another export only on a shard where
+		// some binding accepted the claim: elsewhere it answers 404, and holds none of it.
+		s.unserved.Store(apierrors.IsNotFound(err))
+		i.mu.RLock()
+		handler := i.watchError
+		i.mu.RUnlock()
+		switch {
+		case handler != nil:
+			handler(r, err)
+		case apierrors.IsNotFound(err):
+			klog.V(4).InfoS("a virtual workspace does not serve a resource; it counts as holding none", "informer", i.what, "url", url)
+		case apierrors.IsResourceExpired(err) || apierrors.IsGone(err) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+			klog.V(4).InfoS("a watch through a virtual workspace ended; listing again", "informer", i.what, "url", url, "reason", err.Error())
+		default:
+			klog.ErrorS(err, "watching through a virtual workspace; will retry", "informer", i.what, "url", url)
+		}
+	})
 	for _, h := range i.handlers {
 		_, _ = s.informer.AddEventHandler(h)
 	}
@@ -163,8 +185,9 @@ func (i *Informer) Run(stop <-chan struct{}) {
 	i.endpoints.forget(i)
 }
 
-// HasSynced says whether the slice has been read and every shard's informer has synced. A
-// new URL makes it false until its shard has synced.
+// HasSynced says whether the slice has been read and every shard's informer has synced, or found
+// that its virtual workspace does not serve the resource. A new URL makes it false until its
+// shard has synced.
 func (i *Informer) HasSynced() bool {
 	if !i.endpoints.hasSynced() {
 		return false
@@ -172,7 +195,7 @@ func (i *Informer) HasSynced() bool {
 	i.mu.RLock()
 	defer i.mu.RUnlock()
 	for _, s := range i.shards {
-		if !s.informer.HasSynced() {
+		if !s.informer.HasSynced() && !s.unserved.Load() {
 			return false
 		}
 	}
@@ -210,17 +233,13 @@ func (i *Informer) SetTransform(transform cache.TransformFunc) error {
 	return errors.Join(errs...)
 }
 
-// SetWatchErrorHandler sets the watch error handler of every shard, present and future; call it
-// before Run.
+// SetWatchErrorHandler sets the watch error handler of every shard, present and future. Without
+// one, errors are logged with the informer and URL they concern.
 func (i *Informer) SetWatchErrorHandler(handler cache.WatchErrorHandler) error {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	i.watchError = handler
-	var errs []error
-	for _, s := range i.shards {
-		errs = append(errs, s.informer.SetWatchErrorHandler(handler))
-	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // GetStore returns the read-only view of every shard's cache.

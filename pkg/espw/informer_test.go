@@ -2,6 +2,7 @@ package espw
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sort"
 	"sync"
@@ -13,7 +14,9 @@ import (
 	kcpdynamic "github.com/kcp-dev/client-go/dynamic"
 	"github.com/kcp-dev/logicalcluster/v3"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
@@ -239,5 +242,32 @@ func TestInformerMadeAfterURLsAndStartedLate(t *testing.T) {
 	defer i.mu.RUnlock()
 	if len(i.shards) != 1 {
 		t.Errorf("a stopped informer got a shard on a new URL: %d shards", len(i.shards))
+	}
+}
+
+// TestInformerShardThatDoesNotServeTheResource: a virtual workspace that answers 404 for the
+// resource (kcp serves a claimed kind only on shards where a binding accepted the claim) holds
+// none of it, and does not keep the informer from syncing; one that fails otherwise does.
+func TestInformerShardThatDoesNotServeTheResource(t *testing.T) {
+	shards := &fakeShards{sources: map[string]*fcache.FakeControllerSource{}}
+	shards.source("https://shard-a/vw").Add(configMap("ca", "one"))
+	shards.source("https://shard-b/vw").ListError = apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, "")
+	shards.source("https://shard-c/vw").ListError = errors.New("connection refused")
+	e, i := newTestInformer(t, shards)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go i.Run(ctx.Done())
+	e.setURLs(ctx, []string{"https://shard-a/vw", "https://shard-b/vw"})
+	e.mu.Lock()
+	e.synced = true
+	e.mu.Unlock()
+	eventually(t, "synced with a shard that does not serve the resource", i.HasSynced)
+	if got := keys(i); !slices.Equal(got, []string{"ca|default/one"}) {
+		t.Errorf("keys: %v", got)
+	}
+	e.setURLs(ctx, []string{"https://shard-a/vw", "https://shard-b/vw", "https://shard-c/vw"})
+	time.Sleep(500 * time.Millisecond)
+	if i.HasSynced() {
+		t.Error("synced while a shard's virtual workspace cannot be listed")
 	}
 }

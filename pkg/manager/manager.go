@@ -215,13 +215,11 @@ func runRound(ctx context.Context, o Options, ready *atomic.Pointer[string]) err
 		}
 		edge := exports[edgev1alpha1.EdgeAPIExportName]
 		idle := fmt.Sprintf("idle: no workspace binds the APIExport %s of %s yet", edgev1alpha1.EdgeAPIExportName, o.ESPW)
-		vwURL, ok := edge.WaitForURL(ctx, func() { ready.Store(nil); logger.Info(idle) })
-		if !ok {
+		if _, ok := edge.WaitForURL(ctx, func() { ready.Store(nil); logger.Info(idle) }); !ok {
 			return nil, ctx.Err()
 		}
 		syncing := "controllers are syncing their caches"
 		ready.Store(&syncing)
-		vwConfig := edge.Config(vwURL)
 		logger.Info("using the virtual workspaces of edge.kcp.io", "urls", edge.URLs())
 		var controllers []runnable
 		for _, name := range o.Controllers {
@@ -242,7 +240,7 @@ func runRound(ctx context.Context, o Options, ready *atomic.Pointer[string]) err
 				if err != nil {
 					return nil, err
 				}
-				c, err := placementtranslator.NewController(placementtranslator.Config{ESPW: o.ESPW, EdgeVWConfig: vwConfig, Edge: edge, Mailbox: exports[edgev1alpha1.MailboxAPIExportName],
+				c, err := placementtranslator.NewController(placementtranslator.Config{ESPW: o.ESPW, Edge: edge, Mailbox: exports[edgev1alpha1.MailboxAPIExportName],
 					Workloads: exports[edgev1alpha1.WorkloadsAPIExportName], Admin: admin, KCP: kcp,
 					Workers: translatorWorkersPerWorker * o.Workers, HeartbeatInterval: o.HeartbeatInterval})
 				if err != nil {

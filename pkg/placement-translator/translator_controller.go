@@ -33,7 +33,9 @@ package placementtranslator
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -46,7 +48,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -93,9 +94,6 @@ const (
 type Config struct {
 	// ESPW is the edge service provider workspace, the mailboxes' parent.
 	ESPW logicalcluster.Path
-	// EdgeVWConfig reaches one virtual workspace of the APIExport edge.kcp.io, to discover the
-	// workload resources it serves (every shard's serves the same).
-	EdgeVWConfig *rest.Config
 	// Edge follows the virtual workspaces of edge.kcp.io (one per shard that holds a binding of
 	// it), and writes to each workload workspace through the one that serves it; Mailbox and
 	// Workloads follow those of mailbox.edge.kcp.io and workloads.edge.kcp.io, where mailboxes
@@ -191,7 +189,7 @@ func NewController(cfg Config) (*Controller, error) {
 	c.syncTargets = newInformer(syncTargetsGVR, cache.Indexers{syncTargetsByMailbox: syncTargetMailbox, syncTargetsByMailboxCluster: syncTargetMailboxCluster})
 	c.locations = newInformer(locationsGVR, cache.Indexers{})
 
-	resources, err := discoverWorkloadResources(cfg.EdgeVWConfig)
+	resources, err := discoverWorkloadResources(cfg.Edge)
 	if err != nil {
 		return nil, err
 	}
@@ -223,22 +221,40 @@ func NewController(cfg Config) (*Controller, error) {
 	return c, nil
 }
 
-// discoverWorkloadResources lists the resources that the virtual workspace serves besides
-// edge.kcp.io's own and kcp's: the claimed workload kinds.
-func discoverWorkloadResources(vw *rest.Config) ([]resource, error) {
-	var lists []*metav1.APIResourceList
-	err := wait.ExponentialBackoff(wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Steps: 6}, func() (bool, error) {
-		l, err := discoverVirtualWorkspace(vw)
+// discoverWorkloadResources lists the resources that the virtual workspaces of edge.kcp.io serve
+// besides edge.kcp.io's own and kcp's: the claimed workload kinds. It asks every shard's: one
+// serves a kind claimed from workloads.edge.kcp.io only if some binding on its shard accepted the
+// claim. A shard whose virtual workspace appears later is not asked (see docs/operations.md).
+func discoverWorkloadResources(edge *espw.Endpoints) ([]resource, error) {
+	byGVR := map[schema.GroupVersionResource]resource{}
+	var errs []error
+	for _, url := range edge.URLs() {
+		var lists []*metav1.APIResourceList
+		err := wait.ExponentialBackoff(wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Steps: 6}, func() (bool, error) {
+			l, err := discoverVirtualWorkspace(edge.Config(url))
+			if err != nil {
+				return false, nil
+			}
+			lists = l
+			return true, nil
+		})
 		if err != nil {
-			return false, nil
+			errs = append(errs, fmt.Errorf("discovering the resources of the virtual workspace %s of %s: %w", url, edgev1alpha1.EdgeAPIExportName, err))
+			continue
 		}
-		lists = l
-		return true, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("discovering the resources of the virtual workspace of %s: %w", edgev1alpha1.EdgeAPIExportName, err)
+		for _, r := range workloadResources(lists) {
+			byGVR[r.gvr] = r
+		}
 	}
-	return workloadResources(lists), nil
+	if len(byGVR) == 0 && len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	out := make([]resource, 0, len(byGVR))
+	for _, r := range byGVR {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].gvr.String() < out[j].gvr.String() })
+	return out, nil
 }
 
 // Start runs the informers and workers until ctx ends.
