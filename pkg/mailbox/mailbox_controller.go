@@ -12,9 +12,10 @@
 // permission claim on Leases); the workload kinds are bound into it only when a placement's
 // up-sync rules need them (by the placement translator).
 //
-// It sees SyncTargets through the virtual workspace of the APIExport edge.kcp.io, heartbeat
-// Leases and SyncerConfigs through that of mailbox.edge.kcp.io, and the mailbox workspaces with
-// a watch on the ESPW: one watch each, however many edge clusters.
+// It sees SyncTargets through the virtual workspaces of the APIExport edge.kcp.io, heartbeat
+// Leases and SyncerConfigs through those of mailbox.edge.kcp.io (one per shard that holds a
+// binding; see espw.Endpoints), and the mailbox workspaces with a watch on the ESPW: one watch
+// each per shard, however many edge clusters.
 package mailbox
 
 import (
@@ -24,8 +25,6 @@ import (
 	"time"
 
 	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
-	kcpdynamic "github.com/kcp-dev/client-go/dynamic"
-	kcpdynamicinformer "github.com/kcp-dev/client-go/dynamic/dynamicinformer"
 	kcpkubernetesclientset "github.com/kcp-dev/client-go/kubernetes"
 	"github.com/kcp-dev/logicalcluster/v3"
 	tenancyv1alpha1 "github.com/kcp-dev/sdk/apis/tenancy/v1alpha1"
@@ -38,12 +37,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/espw"
 )
 
 // ControllerName names the controller in logs, metrics and --controllers.
@@ -76,11 +75,12 @@ type Config struct {
 	// KCP and Kube reach any workspace by path (built from the admin config's base URL).
 	KCP  kcpclientset.ClusterInterface
 	Kube kcpkubernetesclientset.ClusterInterface
-	// EdgeVW reaches the virtual workspace of the APIExport edge.kcp.io.
-	EdgeVW kcpdynamic.ClusterInterface
-	// VWConfig is the admin's rest config, to reach the virtual workspace of
-	// mailbox.edge.kcp.io once kcp publishes it.
-	VWConfig *rest.Config
+	// Edge follows the virtual workspaces of the APIExport edge.kcp.io (one per shard that
+	// holds a binding of it), and writes SyncTarget status through the one that serves each.
+	Edge *espw.Endpoints
+	// Mailbox follows those of mailbox.edge.kcp.io, which kcp publishes on a shard once a
+	// mailbox there binds it.
+	Mailbox *espw.Endpoints
 	// Workers is the number of reconciles at once.
 	Workers int
 	// MaxSetups bounds the mailboxes being set up at once (default DefaultMaxSetups).
@@ -99,13 +99,12 @@ type Controller struct {
 	cfg   Config
 	queue workqueue.TypedRateLimitingInterface[queueKey]
 
-	syncTargets cache.SharedIndexInformer
+	syncTargets espw.SharedInformer
 	mailboxes   cache.SharedIndexInformer
-	// leases watches the heartbeats, and configs the syncers' reports in their SyncerConfigs; nil
-	// until the mailbox export's virtual workspace exists.
-	leasesMu sync.RWMutex
-	leases   cache.SharedIndexInformer
-	configs  cache.SharedIndexInformer
+	// leases watches the heartbeats, and configs the syncers' reports in their SyncerConfigs,
+	// in the mailboxes of every shard.
+	leases  espw.SharedInformer
+	configs espw.SharedInformer
 
 	// contents records, per mailbox workspace UID, how far this process got in setting up its
 	// contents, so that heartbeats cost no reads in the mailbox and a mailbox waiting for its
@@ -154,9 +153,8 @@ func NewController(cfg Config) (*Controller, error) {
 		now:      time.Now,
 	}
 
-	c.syncTargets = kcpdynamicinformer.NewFilteredDynamicInformer(cfg.EdgeVW, syncTargetsGVR, resyncPeriod,
+	c.syncTargets = cfg.Edge.NewInformer(syncTargetsGVR, resyncPeriod,
 		cache.Indexers{
-			kcpcache.ClusterIndexName: kcpcache.ClusterIndexFunc,
 			byClusterUID: func(obj any) ([]string, error) {
 				m, err := metaOf(obj)
 				if err != nil {
@@ -164,7 +162,7 @@ func NewController(cfg Config) (*Controller, error) {
 				}
 				return []string{logicalcluster.From(m).String() + "|" + string(m.GetUID())}, nil
 			},
-		}, nil).Informer()
+		}, nil)
 
 	c.mailboxes = NewWorkspaceInformer(cfg.KCP, cfg.ESPW, resyncPeriod, byMailboxCluster)
 
@@ -180,6 +178,9 @@ func NewController(cfg Config) (*Controller, error) {
 		UpdateFunc: func(_, obj any) { c.enqueueMailbox(obj) },
 		DeleteFunc: c.enqueueMailbox,
 	}); err != nil {
+		return nil, err
+	}
+	if err := c.watchHeartbeats(); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -262,7 +263,8 @@ func (c *Controller) Start(ctx context.Context) error {
 
 	go c.syncTargets.Run(ctx.Done())
 	go c.mailboxes.Run(ctx.Done())
-	go c.watchHeartbeats(ctx)
+	go c.leases.Run(ctx.Done())
+	go c.configs.Run(ctx.Done())
 	logger.Info("waiting for caches", "espw", c.cfg.ESPW)
 	if !cache.WaitForCacheSync(ctx.Done(), c.syncTargets.HasSynced, c.mailboxes.HasSynced) {
 		return fmt.Errorf("%s controller: caches did not sync (is the ESPW %s reachable and initialised?)", ControllerName, c.cfg.ESPW)
@@ -286,7 +288,7 @@ func (c *Controller) Start(ctx context.Context) error {
 }
 
 // HasSynced says whether the informers have synced, for readiness. The heartbeat watch does not
-// count: it cannot start before the first mailbox exists.
+// count: until it has, SyncerReady stays as it was.
 func (c *Controller) HasSynced() bool {
 	return c.syncTargets.HasSynced() && c.mailboxes.HasSynced()
 }

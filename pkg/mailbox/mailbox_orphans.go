@@ -8,6 +8,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
+
+	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 )
 
 // checkOrphan deletes the mailbox workspace with the given name if no SyncTarget owns it any
@@ -32,6 +34,12 @@ func (c *Controller) checkOrphan(ctx context.Context, name string) error {
 	}
 	if len(owners) > 0 {
 		return nil
+	}
+	if !c.syncTargets.HasSynced() {
+		// A shard's virtual workspace that appeared since the start has not listed its
+		// SyncTargets yet: the owner may be among them.
+		return fmt.Errorf("not deciding yet whether mailbox %s is an orphan: the SyncTargets of a virtual workspace of %s that appeared since the start are still being listed",
+			name, edgev1alpha1.EdgeAPIExportName)
 	}
 	klog.FromContext(ctx).Info("deleting mailbox workspace whose SyncTarget is gone",
 		"mailbox", c.cfg.ESPW.Join(name), "syncTarget", ws.Annotations[AnnotationSyncTargetCluster]+"|"+ws.Annotations[AnnotationSyncTargetName], "uid", uid)

@@ -243,7 +243,7 @@ func (c *Controller) writeStatus(ctx context.Context, cluster logicalcluster.Nam
 	u := &unstructured.Unstructured{Object: raw}
 	u.SetAPIVersion(edgev1alpha1.SchemeGroupVersion.String())
 	u.SetKind("SyncTarget")
-	_, err = c.cfg.EdgeVW.Cluster(cluster.Path()).Resource(syncTargetsGVR).UpdateStatus(ctx, u, metav1.UpdateOptions{})
+	_, err = c.cfg.Edge.Cluster(cluster.Path()).Resource(syncTargetsGVR).UpdateStatus(ctx, u, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil // gone, or changed meanwhile: the change's event brings it back
 	}

@@ -29,6 +29,7 @@ import (
 	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/espw"
 	"github.com/kcp-dev/edge-mc/pkg/health"
 	"github.com/kcp-dev/edge-mc/pkg/mailbox"
 	placementtranslator "github.com/kcp-dev/edge-mc/pkg/placement-translator"
@@ -200,25 +201,31 @@ func runRound(ctx context.Context, o Options, ready *atomic.Pointer[string]) err
 	// some workspace binds the export, and builds the selected controllers on it. Until then
 	// there is nothing to do, and the manager says so while counting as ready.
 	buildControllers := func(ctx context.Context) ([]runnable, error) {
+		// One follower per export: each watches its APIExportEndpointSlice, whose URLs (one
+		// virtual workspace per shard that holds a binding of the export) come and go while
+		// the controllers run; the controllers' informers run on every URL.
+		exports := map[string]*espw.Endpoints{}
+		for _, export := range []string{edgev1alpha1.EdgeAPIExportName, edgev1alpha1.MailboxAPIExportName, edgev1alpha1.WorkloadsAPIExportName} {
+			e, err := espw.NewEndpoints(kcp, o.ESPW, export, base)
+			if err != nil {
+				return nil, err
+			}
+			e.Start(ctx)
+			exports[export] = e
+		}
+		edge := exports[edgev1alpha1.EdgeAPIExportName]
 		idle := fmt.Sprintf("idle: no workspace binds the APIExport %s of %s yet", edgev1alpha1.EdgeAPIExportName, o.ESPW)
-		vwURL, err := waitForEndpoint(ctx, kcp, o.ESPW, func() { ready.Store(nil); logger.Info(idle) })
-		if err != nil {
-			return nil, err
+		if _, ok := edge.WaitForURL(ctx, func() { ready.Store(nil); logger.Info(idle) }); !ok {
+			return nil, ctx.Err()
 		}
 		syncing := "controllers are syncing their caches"
 		ready.Store(&syncing)
-		vwConfig := rest.CopyConfig(base)
-		vwConfig.Host = vwURL
-		edgeVW, err := kcpdynamic.NewForConfig(vwConfig)
-		if err != nil {
-			return nil, err
-		}
-		logger.Info("using the virtual workspace of edge.kcp.io", "url", vwURL)
+		logger.Info("using the virtual workspaces of edge.kcp.io", "urls", edge.URLs())
 		var controllers []runnable
 		for _, name := range o.Controllers {
 			switch name {
 			case mailbox.ControllerName:
-				c, err := mailbox.NewController(mailbox.Config{ESPW: o.ESPW, KCP: kcp, Kube: kube, EdgeVW: edgeVW, VWConfig: base, Workers: o.Workers,
+				c, err := mailbox.NewController(mailbox.Config{ESPW: o.ESPW, KCP: kcp, Kube: kube, Edge: edge, Mailbox: exports[edgev1alpha1.MailboxAPIExportName], Workers: o.Workers,
 					HeartbeatGracePeriod: o.HeartbeatGracePeriod})
 				if err != nil {
 					return nil, err
@@ -233,20 +240,21 @@ func runRound(ctx context.Context, o Options, ready *atomic.Pointer[string]) err
 				if err != nil {
 					return nil, err
 				}
-				c, err := placementtranslator.NewController(placementtranslator.Config{ESPW: o.ESPW, EdgeVWConfig: vwConfig, Admin: admin, KCP: kcp,
+				c, err := placementtranslator.NewController(placementtranslator.Config{ESPW: o.ESPW, Edge: edge, Mailbox: exports[edgev1alpha1.MailboxAPIExportName],
+					Workloads: exports[edgev1alpha1.WorkloadsAPIExportName], Admin: admin, KCP: kcp,
 					Workers: translatorWorkersPerWorker * o.Workers, HeartbeatInterval: o.HeartbeatInterval})
 				if err != nil {
 					return nil, err
 				}
 				controllers = append(controllers, runnable{name: name, start: c.Start, synced: c.HasSynced})
 			case statussummarizer.ControllerName:
-				c, err := statussummarizer.NewController(statussummarizer.Config{ESPW: o.ESPW, EdgeVWConfig: vwConfig, Base: base, KCP: kcp, Workers: o.Workers})
+				c, err := statussummarizer.NewController(statussummarizer.Config{ESPW: o.ESPW, Edge: edge, Mailbox: exports[edgev1alpha1.MailboxAPIExportName], Base: base, KCP: kcp, Workers: o.Workers})
 				if err != nil {
 					return nil, err
 				}
 				controllers = append(controllers, runnable{name: name, start: c.Start, synced: c.HasSynced})
 			case scheduler.ControllerName:
-				c, err := scheduler.NewController(scheduler.Config{EdgeVW: edgeVW, Workers: o.Workers})
+				c, err := scheduler.NewController(scheduler.Config{Edge: edge, Workers: o.Workers})
 				if err != nil {
 					return nil, err
 				}
@@ -371,31 +379,6 @@ func waitForESPW(ctx context.Context, kcp kcpclientset.ClusterInterface, espw lo
 		}
 		return true
 	})
-}
-
-// waitForEndpoint waits until the APIExportEndpointSlice of edge.kcp.io lists a virtual
-// workspace URL, calling idle once if it does not at first, and returns the URL.
-func waitForEndpoint(ctx context.Context, kcp kcpclientset.ClusterInterface, espw logicalcluster.Path, idle func()) (string, error) {
-	logger := klog.FromContext(ctx)
-	var url string
-	saidIdle := false
-	err := retry(ctx, time.Second, 5*time.Second, func() bool {
-		slice, err := kcp.Cluster(espw).ApisV1alpha1().APIExportEndpointSlices().Get(ctx, edgev1alpha1.EdgeAPIExportName, metav1.GetOptions{})
-		if err != nil {
-			logger.Error(err, "reading the APIExportEndpointSlice", "espw", espw)
-			return false
-		}
-		if len(slice.Status.APIExportEndpoints) == 0 {
-			if !saidIdle {
-				idle()
-				saidIdle = true
-			}
-			return false
-		}
-		url = slice.Status.APIExportEndpoints[0].URL
-		return true
-	})
-	return url, err
 }
 
 // retry calls done with jittered exponential backoff, from initial up to limit between calls,

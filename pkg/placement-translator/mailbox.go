@@ -58,6 +58,7 @@ func (c *Controller) reconcileMailbox(ctx context.Context, name string) (time.Du
 		return 0, nil // a change of the SyncTarget's status queues the mailbox again
 	}
 	if !c.view.hasSynced() {
+		logger.V(4).Info("waiting for the view of the mailboxes to sync")
 		return time.Second, nil
 	}
 	mb, mbc := logicalcluster.NewPath(path), logicalcluster.Name(cluster)
@@ -71,6 +72,7 @@ func (c *Controller) reconcileMailbox(ctx context.Context, name string) (time.Du
 	defer func() { c.report(name, res) }()
 	if len(d.keepResources) > 0 {
 		// Some objects of a workload resource are not known yet: writing now could drop them.
+		logger.V(4).Info("waiting for the informers of workload resources to sync", "resources", fmt.Sprint(d.keepResources))
 		res.pending = true
 		return 2 * time.Second, nil
 	}

@@ -6,13 +6,10 @@ import (
 	"sync"
 
 	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
-	kcpdynamic "github.com/kcp-dev/client-go/dynamic"
-	kcpdynamicinformer "github.com/kcp-dev/client-go/dynamic/dynamicinformer"
 	"github.com/kcp-dev/logicalcluster/v3"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -35,34 +32,23 @@ var (
 type mailboxView struct {
 	mu          sync.Mutex
 	started     bool
-	assemblages cache.SharedIndexInformer
-	parts       cache.SharedIndexInformer
-	configs     cache.SharedIndexInformer
+	assemblages espw.SharedInformer
+	parts       espw.SharedInformer
+	configs     espw.SharedInformer
 }
 
 // digestMismatch replaces, in the cache, the digest of an object whose data does not match it,
 // so that the object differs from anything the translator would write and is written again.
 const digestMismatch = "mismatch"
 
-// start finds the virtual workspace (kcp publishes it once a mailbox binds the export) and runs
-// the informers; each change queues the mailbox it is in.
+// start runs the informers, on the virtual workspace of every shard that holds a mailbox (kcp
+// publishes a shard's once a mailbox there binds the export); each change queues the mailbox it
+// is in.
 func (v *mailboxView) start(ctx context.Context, c *Controller) {
 	logger := klog.FromContext(ctx).WithValues("export", edgev1alpha1.MailboxAPIExportName)
-	url, ok := espw.WaitForEndpoint(ctx, c.cfg.KCP, c.cfg.ESPW, edgev1alpha1.MailboxAPIExportName)
-	if !ok {
-		return
-	}
-	cfg := rest.CopyConfig(c.cfg.EdgeVWConfig)
-	cfg.Host = url
-	client, err := kcpdynamic.NewForConfig(cfg)
-	if err != nil {
-		logger.Error(err, "building the client of the mailboxes' virtual workspace")
-		return
-	}
-	logger.Info("watching the assemblages and SyncerConfigs of all mailboxes through the virtual workspace", "url", url)
-	newInformer := func(gvr schema.GroupVersionResource, transform cache.TransformFunc) cache.SharedIndexInformer {
-		inf := kcpdynamicinformer.NewFilteredDynamicInformer(client, gvr, resyncPeriod,
-			cache.Indexers{kcpcache.ClusterIndexName: kcpcache.ClusterIndexFunc, assemblagesByPlacement: assemblagePlacementIndex}, nil).Informer()
+	logger.Info("watching the assemblages and SyncerConfigs of all mailboxes through the virtual workspaces")
+	newInformer := func(gvr schema.GroupVersionResource, transform cache.TransformFunc) espw.SharedInformer {
+		inf := c.cfg.Mailbox.NewInformer(gvr, resyncPeriod, cache.Indexers{assemblagesByPlacement: assemblagePlacementIndex}, nil)
 		_ = inf.SetTransform(transform)
 		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { c.mailboxObjectChanged(asUnstructured(obj)) },
@@ -81,7 +67,7 @@ func (v *mailboxView) start(ctx context.Context, c *Controller) {
 	}})
 	parts := newInformer(assemblagePartsGVR, slimPart)
 	configs := newInformer(syncerConfigGVR, slimSyncerConfig)
-	for _, inf := range []cache.SharedIndexInformer{assemblages, parts, configs} {
+	for _, inf := range []espw.SharedInformer{assemblages, parts, configs} {
 		go inf.Run(ctx.Done())
 	}
 	v.mu.Lock()
@@ -142,7 +128,7 @@ func (v *mailboxView) hasSynced() bool {
 }
 
 // inMailbox returns the cached objects of an informer in one mailbox.
-func inMailbox(inf cache.SharedIndexInformer, cluster logicalcluster.Name) []*unstructured.Unstructured {
+func inMailbox(inf espw.SharedInformer, cluster logicalcluster.Name) []*unstructured.Unstructured {
 	items, _ := inf.GetIndexer().ByIndex(kcpcache.ClusterIndexName, kcpcache.ClusterIndexKey(cluster))
 	out := make([]*unstructured.Unstructured, 0, len(items))
 	for _, item := range items {

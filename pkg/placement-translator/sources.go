@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
-	kcpdynamicinformer "github.com/kcp-dev/client-go/dynamic/dynamicinformer"
 	"github.com/kcp-dev/logicalcluster/v3"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/espw"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
@@ -80,7 +80,7 @@ func hasVerbs(have []string, want ...string) bool {
 type sources struct {
 	c         *Controller
 	resources []resource
-	informers map[schema.GroupVersionResource]cache.SharedIndexInformer
+	informers map[schema.GroupVersionResource]espw.SharedInformer
 
 	// unservedMu guards unserved: resources whose last list failed because the virtual
 	// workspace does not serve them (yet): kcp serves a claimed kind of another export only
@@ -100,16 +100,15 @@ type customKey struct {
 
 type customSource struct {
 	resource resource
-	informer cache.SharedIndexInformer
+	informer espw.SharedInformer
 	stop     context.CancelFunc
 }
 
 func newSources(c *Controller, resources []resource) *sources {
-	s := &sources{c: c, resources: resources, informers: map[schema.GroupVersionResource]cache.SharedIndexInformer{},
+	s := &sources{c: c, resources: resources, informers: map[schema.GroupVersionResource]espw.SharedInformer{},
 		unserved: map[schema.GroupVersionResource]bool{}, custom: map[customKey]*customSource{}}
 	for _, r := range resources {
-		inf := kcpdynamicinformer.NewFilteredDynamicInformer(c.edgeVW, r.gvr, resyncPeriod,
-			cache.Indexers{kcpcache.ClusterIndexName: kcpcache.ClusterIndexFunc, returnedByCluster: returnedIndex}, nil).Informer()
+		inf := c.cfg.Edge.NewInformer(r.gvr, resyncPeriod, cache.Indexers{returnedByCluster: returnedIndex}, nil)
 		gvr := r.gvr
 		_ = inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
 			s.unservedMu.Lock()

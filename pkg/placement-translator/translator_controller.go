@@ -33,14 +33,14 @@ package placementtranslator
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"time"
 
-	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
 	kcpdynamic "github.com/kcp-dev/client-go/dynamic"
-	kcpdynamicinformer "github.com/kcp-dev/client-go/dynamic/dynamicinformer"
 	"github.com/kcp-dev/logicalcluster/v3"
 	kcpclientset "github.com/kcp-dev/sdk/client/clientset/versioned/cluster"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,12 +49,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/espw"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
@@ -95,8 +95,11 @@ const (
 type Config struct {
 	// ESPW is the edge service provider workspace, the mailboxes' parent.
 	ESPW logicalcluster.Path
-	// EdgeVWConfig reaches the virtual workspace of the APIExport edge.kcp.io.
-	EdgeVWConfig *rest.Config
+	// Edge follows the virtual workspaces of edge.kcp.io (one per shard that holds a binding of
+	// it), and writes to each workload workspace through the one that serves it; Mailbox and
+	// Workloads follow those of mailbox.edge.kcp.io and workloads.edge.kcp.io, where mailboxes
+	// are read.
+	Edge, Mailbox, Workloads *espw.Endpoints
 	// Admin reaches any workspace of kcp with the controller's own credential: mailboxes, and
 	// the custom kinds of workload workspaces.
 	Admin kcpdynamic.ClusterInterface
@@ -112,14 +115,14 @@ type Config struct {
 // Controller is the placement translator. Create it with NewController and run it with Start.
 type Controller struct {
 	cfg    Config
-	edgeVW kcpdynamic.ClusterInterface
+	edgeVW espw.ClusterClient
 	queue  workqueue.TypedRateLimitingInterface[queueKey]
 
-	placements  cache.SharedIndexInformer
-	slices      cache.SharedIndexInformer
-	customizers cache.SharedIndexInformer
-	syncTargets cache.SharedIndexInformer
-	locations   cache.SharedIndexInformer
+	placements  espw.SharedInformer
+	slices      espw.SharedInformer
+	customizers espw.SharedInformer
+	syncTargets espw.SharedInformer
+	locations   espw.SharedInformer
 
 	// decodedSlices decodes each slice's destinations once per version.
 	decodedSlices *sliceDecoder
@@ -170,13 +173,9 @@ func NewController(cfg Config) (*Controller, error) {
 	if cfg.HeartbeatInterval <= 0 {
 		cfg.HeartbeatInterval = DefaultHeartbeatInterval
 	}
-	edgeVW, err := kcpdynamic.NewForConfig(cfg.EdgeVWConfig)
-	if err != nil {
-		return nil, err
-	}
 	c := &Controller{
 		cfg:    cfg,
-		edgeVW: edgeVW,
+		edgeVW: cfg.Edge,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[queueKey](),
 			workqueue.TypedRateLimitingQueueConfig[queueKey]{Name: ControllerName}),
 		mailboxes:     map[string]*mailboxState{},
@@ -185,9 +184,8 @@ func NewController(cfg Config) (*Controller, error) {
 		rollouts:      newRolloutTracker(),
 		now:           time.Now,
 	}
-	newInformer := func(gvr schema.GroupVersionResource, indexers cache.Indexers) cache.SharedIndexInformer {
-		indexers[kcpcache.ClusterIndexName] = kcpcache.ClusterIndexFunc
-		return kcpdynamicinformer.NewFilteredDynamicInformer(edgeVW, gvr, resyncPeriod, indexers, nil).Informer()
+	newInformer := func(gvr schema.GroupVersionResource, indexers cache.Indexers) espw.SharedInformer {
+		return cfg.Edge.NewInformer(gvr, resyncPeriod, indexers, nil)
 	}
 	c.placements = newInformer(placementsGVR, cache.Indexers{})
 	c.slices = newInformer(slicesGVR, cache.Indexers{byMailbox: sliceMailboxes, byPlacement: slicePlacement, byLocation: sliceLocations})
@@ -204,14 +202,14 @@ func NewController(cfg Config) (*Controller, error) {
 	c.syncTargets = newInformer(syncTargetsGVR, cache.Indexers{syncTargetsByMailbox: syncTargetMailbox, syncTargetsByMailboxCluster: syncTargetMailboxCluster})
 	c.locations = newInformer(locationsGVR, cache.Indexers{})
 
-	resources, err := discoverWorkloadResources(cfg.EdgeVWConfig)
+	resources, err := discoverWorkloadResources(cfg.Edge)
 	if err != nil {
 		return nil, err
 	}
 	c.workload = newSources(c, resources)
 	c.upsync = newUpsyncSources(c)
 
-	handle := func(informer cache.SharedIndexInformer, onChange func(old, obj *unstructured.Unstructured)) error {
+	handle := func(informer espw.SharedInformer, onChange func(old, obj *unstructured.Unstructured)) error {
 		_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { onChange(nil, asUnstructured(obj)) },
 			UpdateFunc: func(old, obj any) { onChange(asUnstructured(old), asUnstructured(obj)) },
@@ -220,7 +218,7 @@ func NewController(cfg Config) (*Controller, error) {
 		return err
 	}
 	for _, h := range []struct {
-		informer cache.SharedIndexInformer
+		informer espw.SharedInformer
 		onChange func(old, obj *unstructured.Unstructured)
 	}{
 		{c.placements, c.placementChanged},
@@ -236,22 +234,40 @@ func NewController(cfg Config) (*Controller, error) {
 	return c, nil
 }
 
-// discoverWorkloadResources lists the resources that the virtual workspace serves besides
-// edge.kcp.io's own and kcp's: the claimed workload kinds.
-func discoverWorkloadResources(vw *rest.Config) ([]resource, error) {
-	var lists []*metav1.APIResourceList
-	err := wait.ExponentialBackoff(wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Steps: 6}, func() (bool, error) {
-		l, err := discoverVirtualWorkspace(vw)
+// discoverWorkloadResources lists the resources that the virtual workspaces of edge.kcp.io serve
+// besides edge.kcp.io's own and kcp's: the claimed workload kinds. It asks every shard's: one
+// serves a kind claimed from workloads.edge.kcp.io only if some binding on its shard accepted the
+// claim. A shard whose virtual workspace appears later is not asked (see docs/operations.md).
+func discoverWorkloadResources(edge *espw.Endpoints) ([]resource, error) {
+	byGVR := map[schema.GroupVersionResource]resource{}
+	var errs []error
+	for _, url := range edge.URLs() {
+		var lists []*metav1.APIResourceList
+		err := wait.ExponentialBackoff(wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Steps: 6}, func() (bool, error) {
+			l, err := discoverVirtualWorkspace(edge.Config(url))
+			if err != nil {
+				return false, nil
+			}
+			lists = l
+			return true, nil
+		})
 		if err != nil {
-			return false, nil
+			errs = append(errs, fmt.Errorf("discovering the resources of the virtual workspace %s of %s: %w", url, edgev1alpha1.EdgeAPIExportName, err))
+			continue
 		}
-		lists = l
-		return true, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("discovering the resources of the virtual workspace of %s: %w", edgev1alpha1.EdgeAPIExportName, err)
+		for _, r := range workloadResources(lists) {
+			byGVR[r.gvr] = r
+		}
 	}
-	return workloadResources(lists), nil
+	if len(byGVR) == 0 && len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	out := make([]resource, 0, len(byGVR))
+	for _, r := range byGVR {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].gvr.String() < out[j].gvr.String() })
+	return out, nil
 }
 
 // Start runs the informers and workers until ctx ends.
@@ -260,7 +276,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	defer c.queue.ShutDown()
 	logger := klog.FromContext(ctx).WithValues("controller", ControllerName)
 	ctx = klog.NewContext(ctx, logger)
-	for _, inf := range []cache.SharedIndexInformer{c.placements, c.slices, c.customizers, c.syncTargets, c.locations} {
+	for _, inf := range []espw.SharedInformer{c.placements, c.slices, c.customizers, c.syncTargets, c.locations} {
 		go inf.Run(ctx.Done())
 	}
 	c.workload.start(ctx)
@@ -289,7 +305,7 @@ func (c *Controller) Start(ctx context.Context) error {
 
 // HasSynced says whether every informer has synced.
 func (c *Controller) HasSynced() bool {
-	for _, inf := range []cache.SharedIndexInformer{c.placements, c.slices, c.customizers, c.syncTargets, c.locations} {
+	for _, inf := range []espw.SharedInformer{c.placements, c.slices, c.customizers, c.syncTargets, c.locations} {
 		if !inf.HasSynced() {
 			return false
 		}

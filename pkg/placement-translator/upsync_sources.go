@@ -8,8 +8,6 @@ import (
 	"time"
 
 	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
-	kcpdynamic "github.com/kcp-dev/client-go/dynamic"
-	kcpdynamicinformer "github.com/kcp-dev/client-go/dynamic/dynamicinformer"
 	"github.com/kcp-dev/logicalcluster/v3"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,7 +58,7 @@ func upsyncExportOf(gr schema.GroupResource) string {
 
 // upsyncWatch is the informer on one resource's up-synced objects in all mailboxes.
 type upsyncWatch struct {
-	informer cache.SharedIndexInformer
+	informer espw.SharedInformer
 	stop     context.CancelFunc
 }
 
@@ -70,8 +68,8 @@ type upsyncSources struct {
 
 	mu  sync.Mutex
 	ctx context.Context
-	// clients reach, per export, its virtual workspace once kcp publishes it.
-	clients map[string]kcpdynamic.ClusterInterface
+	// clients follow, per export, its virtual workspaces, once what they serve is known.
+	clients map[string]*espw.Endpoints
 	// returnable are the resources whose up-synced objects can come back: served in mailboxes
 	// through an export's virtual workspace, and in workload workspaces through edge.kcp.io's,
 	// by group and resource, at the mailbox version.
@@ -87,7 +85,7 @@ type upsyncSources struct {
 func newUpsyncSources(c *Controller) *upsyncSources {
 	return &upsyncSources{
 		c:          c,
-		clients:    map[string]kcpdynamic.ClusterInterface{},
+		clients:    map[string]*espw.Endpoints{},
 		returnable: map[schema.GroupResource]schema.GroupVersionResource{},
 		rules:      map[placementKey][]edgev1alpha1.UpsyncSet{},
 		covered:    map[placementKey]map[schema.GroupResource]bool{},
@@ -111,23 +109,23 @@ func (s *upsyncSources) start(ctx context.Context) {
 // back, and starts the informers that the placements' rules need.
 func (s *upsyncSources) discover(ctx context.Context, export string) {
 	logger := klog.FromContext(ctx).WithValues("export", export)
-	url, ok := espw.WaitForEndpoint(ctx, s.c.cfg.KCP, s.c.cfg.ESPW, export)
-	if !ok {
-		return
+	endpoints := s.c.cfg.Mailbox
+	if export == edgev1alpha1.WorkloadsAPIExportName {
+		endpoints = s.c.cfg.Workloads
 	}
-	cfg := rest.CopyConfig(s.c.cfg.EdgeVWConfig)
-	cfg.Host = url
-	client, err := kcpdynamic.NewForConfig(cfg)
-	if err != nil {
-		logger.Error(err, "building the client of a virtual workspace; up-synced objects of its kinds do not come back")
-		return
-	}
+	// Every shard's virtual workspace of the export serves the same resources: one tells.
 	var lists []*metav1.APIResourceList
+	var url string
 	_ = wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.2, Steps: 1 << 30, Cap: 30 * time.Second},
 		func(context.Context) (bool, error) {
-			lists, err = discoverVirtualWorkspace(cfg)
+			var ok bool
+			if url, ok = endpoints.WaitForURL(ctx, nil); !ok {
+				return false, ctx.Err()
+			}
+			var err error
+			lists, err = discoverVirtualWorkspace(endpoints.Config(url))
 			if err != nil {
-				logger.Error(err, "discovering the resources of a virtual workspace; will retry")
+				logger.Error(err, "discovering the resources of a virtual workspace; will retry", "url", url)
 			}
 			return err == nil, nil
 		})
@@ -139,7 +137,7 @@ func (s *upsyncSources) discover(ctx context.Context, export string) {
 		served[r.gvr.GroupResource()] = r.gvr
 	}
 	s.mu.Lock()
-	s.clients[export] = client
+	s.clients[export] = endpoints
 	for _, r := range s.c.workload.resources {
 		gr := r.gvr.GroupResource()
 		if mgvr, ok := served[gr]; ok && upsyncExportOf(gr) == export && !neverReturned[gr] && !r.custom {
@@ -155,7 +153,7 @@ func (s *upsyncSources) discover(ctx context.Context, export string) {
 		placements = append(placements, pk)
 	}
 	s.mu.Unlock()
-	logger.Info("up-synced objects of this export's kinds can come back", "url", url)
+	logger.Info("up-synced objects of this export's kinds can come back", "discoveredAt", url)
 	// The placements' Upsynced conditions can now say which of their rules cannot be honoured.
 	for _, pk := range placements {
 		s.c.queue.Add(queueKey{placement: pk})
@@ -240,9 +238,8 @@ func (s *upsyncSources) runWatchesLocked() {
 			continue
 		}
 		ctx, stop := context.WithCancel(s.ctx)
-		inf := kcpdynamicinformer.NewFilteredDynamicInformer(client, s.returnable[gr], 0,
-			cache.Indexers{kcpcache.ClusterIndexName: kcpcache.ClusterIndexFunc, byIdentity: identityIndex},
-			func(o *metav1.ListOptions) { o.LabelSelector = upsyncedSelector }).Informer()
+		inf := client.NewInformer(s.returnable[gr], 0, cache.Indexers{byIdentity: identityIndex},
+			func(o *metav1.ListOptions) { o.LabelSelector = upsyncedSelector })
 		_, _ = inf.AddEventHandler(s.c.upsyncedHandler(gr))
 		s.watches[gr] = &upsyncWatch{informer: inf, stop: stop}
 		klog.FromContext(ctx).V(2).Info("watching up-synced objects in all mailboxes", "resource", s.returnable[gr].String())
@@ -254,7 +251,7 @@ func (s *upsyncSources) runWatchesLocked() {
 // is known of them is incomplete: the export's virtual workspace is not known yet, or the
 // informer has not synced (or not started: placements' rules that cover it were just recorded).
 // A resource that cannot come back is ready, with no informer.
-func (s *upsyncSources) watch(gr schema.GroupResource) (informer cache.SharedIndexInformer, ready bool) {
+func (s *upsyncSources) watch(gr schema.GroupResource) (informer espw.SharedInformer, ready bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if neverReturned[gr] {
@@ -274,7 +271,7 @@ func (s *upsyncSources) watch(gr schema.GroupResource) (informer cache.SharedInd
 }
 
 // watching returns the running informers, by resource, for the resources the rules cover.
-func (s *upsyncSources) watching(rules []edgev1alpha1.UpsyncSet) map[schema.GroupResource]cache.SharedIndexInformer {
+func (s *upsyncSources) watching(rules []edgev1alpha1.UpsyncSet) map[schema.GroupResource]espw.SharedInformer {
 	out := s.watchingAll()
 	for gr := range out {
 		covered := false
@@ -369,10 +366,10 @@ func isReturned(u *unstructured.Unstructured) bool {
 }
 
 // watchingAll returns every running informer, by resource.
-func (s *upsyncSources) watchingAll() map[schema.GroupResource]cache.SharedIndexInformer {
+func (s *upsyncSources) watchingAll() map[schema.GroupResource]espw.SharedInformer {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := map[schema.GroupResource]cache.SharedIndexInformer{}
+	out := map[schema.GroupResource]espw.SharedInformer{}
 	for gr, w := range s.watches {
 		out[gr] = w.informer
 	}

@@ -18,9 +18,6 @@ import (
 	"sync"
 	"time"
 
-	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
-	kcpdynamic "github.com/kcp-dev/client-go/dynamic"
-	kcpdynamicinformer "github.com/kcp-dev/client-go/dynamic/dynamicinformer"
 	"github.com/kcp-dev/logicalcluster/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,6 +30,7 @@ import (
 	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/espw"
 )
 
 // ControllerName names the controller in logs, metrics and --controllers.
@@ -53,8 +51,9 @@ const byOwner = "byOwner"
 
 // Config is what the controller needs.
 type Config struct {
-	// EdgeVW reaches the virtual workspace of the APIExport edge.kcp.io.
-	EdgeVW kcpdynamic.ClusterInterface
+	// Edge follows the virtual workspaces of the APIExport edge.kcp.io (one per shard that
+	// holds a binding of it), and writes to each workspace through the one that serves it.
+	Edge *espw.Endpoints
 	// Workers is the number of reconciles at once.
 	Workers int
 	// MaxDestinationsPerSlice bounds a slice; 0 means edgev1alpha1.MaxDestinationsPerSlice.
@@ -66,10 +65,10 @@ type Controller struct {
 	cfg   Config
 	queue workqueue.TypedRateLimitingInterface[queueKey]
 
-	placements  cache.SharedIndexInformer
-	locations   cache.SharedIndexInformer
-	syncTargets cache.SharedIndexInformer
-	slices      cache.SharedIndexInformer
+	placements  espw.SharedInformer
+	locations   espw.SharedInformer
+	syncTargets espw.SharedInformer
+	slices      espw.SharedInformer
 
 	// engineMu guards engine, which the informers' handlers feed and the workers read.
 	engineMu sync.Mutex
@@ -93,9 +92,8 @@ func NewController(cfg Config) (*Controller, error) {
 			workqueue.TypedRateLimitingQueueConfig[queueKey]{Name: ControllerName}),
 		engine: NewEngine(),
 	}
-	newInformer := func(gvr schema.GroupVersionResource, indexers cache.Indexers) cache.SharedIndexInformer {
-		indexers[kcpcache.ClusterIndexName] = kcpcache.ClusterIndexFunc
-		return kcpdynamicinformer.NewFilteredDynamicInformer(cfg.EdgeVW, gvr, resyncPeriod, indexers, nil).Informer()
+	newInformer := func(gvr schema.GroupVersionResource, indexers cache.Indexers) espw.SharedInformer {
+		return cfg.Edge.NewInformer(gvr, resyncPeriod, indexers, nil)
 	}
 	c.placements = newInformer(placementsGVR, cache.Indexers{})
 	c.locations = newInformer(locationsGVR, cache.Indexers{})
@@ -108,7 +106,7 @@ func NewController(cfg Config) (*Controller, error) {
 	}})
 
 	handlers := []struct {
-		informer cache.SharedIndexInformer
+		informer espw.SharedInformer
 		set      func(cluster string, u *unstructured.Unstructured) []PlacementKey
 		del      func(cluster, name string) []PlacementKey
 	}{
@@ -223,7 +221,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	defer utilruntime.HandleCrash()
 	defer c.queue.ShutDown()
 
-	informers := []cache.SharedIndexInformer{c.placements, c.locations, c.syncTargets, c.slices}
+	informers := []espw.SharedInformer{c.placements, c.locations, c.syncTargets, c.slices}
 	for _, inf := range informers {
 		go inf.Run(ctx.Done())
 	}

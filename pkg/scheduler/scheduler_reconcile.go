@@ -74,7 +74,7 @@ func (e *sliceConflictError) Error() string { return e.msg }
 // order, and deletes the slices it no longer needs. Unchanged slices are not written.
 func (c *Controller) writeSlices(ctx context.Context, key PlacementKey, p *edgev1alpha1.EdgePlacement, destinations []edgev1alpha1.SinglePlacement) error {
 	logger := klog.FromContext(ctx)
-	client := c.cfg.EdgeVW.Cluster(logicalcluster.NewPath(key.Cluster)).Resource(slicesGVR)
+	client := c.cfg.Edge.Cluster(logicalcluster.NewPath(key.Cluster)).Resource(slicesGVR)
 	owner := metav1.OwnerReference{
 		APIVersion: edgev1alpha1.SchemeGroupVersion.String(), Kind: "EdgePlacement",
 		Name: p.Name, UID: p.UID, Controller: ptrTo(true),
@@ -146,7 +146,7 @@ func (c *Controller) deleteSlices(ctx context.Context, key PlacementKey, keep ma
 	if err != nil {
 		return err
 	}
-	client := c.cfg.EdgeVW.Cluster(logicalcluster.NewPath(key.Cluster)).Resource(slicesGVR)
+	client := c.cfg.Edge.Cluster(logicalcluster.NewPath(key.Cluster)).Resource(slicesGVR)
 	var errs []error
 	for _, obj := range owned {
 		name := obj.(*unstructured.Unstructured).GetName()
@@ -202,7 +202,7 @@ func (c *Controller) updateStatus(ctx context.Context, gvr schema.GroupVersionRe
 		return err
 	}
 	u.SetKind(kind)
-	_, err = c.cfg.EdgeVW.Cluster(logicalcluster.NewPath(cluster)).Resource(gvr).UpdateStatus(ctx, u, metav1.UpdateOptions{})
+	_, err = c.cfg.Edge.Cluster(logicalcluster.NewPath(cluster)).Resource(gvr).UpdateStatus(ctx, u, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

@@ -7,14 +7,11 @@ import (
 	"time"
 
 	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
-	kcpdynamic "github.com/kcp-dev/client-go/dynamic"
-	kcpdynamicinformer "github.com/kcp-dev/client-go/dynamic/dynamicinformer"
 	"github.com/kcp-dev/logicalcluster/v3"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -38,8 +35,9 @@ const (
 // objects' .status, is read from the server for the few assemblages that need it
 // (reportedStatus).
 type assemblageWatch struct {
-	// connect waits for the virtual workspace and returns its client; false if ctx ended first.
-	connect func(ctx context.Context) (kcpdynamic.ClusterInterface, bool)
+	// open returns the informer on the assemblages of every mailbox, and how to read one
+	// assemblage from the server.
+	open func() (espw.SharedInformer, func(ctx context.Context, mailbox logicalcluster.Name, name string) (*unstructured.Unstructured, error))
 	// changed is called with the old and new slim assemblage (nil for none) on every event.
 	changed func(old, obj *edgev1alpha1.Assemblage)
 	// synced is called once, when the cache has synced.
@@ -48,7 +46,7 @@ type assemblageWatch struct {
 	mu sync.RWMutex
 	// get reads an assemblage of a mailbox from the server.
 	get      func(ctx context.Context, mailbox logicalcluster.Name, name string) (*unstructured.Unstructured, error)
-	informer cache.SharedIndexInformer
+	informer espw.SharedInformer
 
 	statusMu sync.Mutex
 	statuses map[string]*reportedStatuses
@@ -63,42 +61,29 @@ type reportedStatuses struct {
 	used     time.Time
 }
 
-func newAssemblageWatch(connect func(ctx context.Context) (kcpdynamic.ClusterInterface, bool)) *assemblageWatch {
-	return &assemblageWatch{connect: connect, statuses: map[string]*reportedStatuses{}}
+func newAssemblageWatch(open func() (espw.SharedInformer, func(ctx context.Context, mailbox logicalcluster.Name, name string) (*unstructured.Unstructured, error))) *assemblageWatch {
+	return &assemblageWatch{open: open, statuses: map[string]*reportedStatuses{}}
 }
 
-// mailboxVirtualWorkspace waits for the virtual workspace of mailbox.edge.kcp.io and returns a
-// client of it, with the controller's own credential.
-func mailboxVirtualWorkspace(ctx context.Context, cfg Config) (kcpdynamic.ClusterInterface, bool) {
-	url, ok := espw.WaitForEndpoint(ctx, cfg.KCP, cfg.ESPW, edgev1alpha1.MailboxAPIExportName)
-	if !ok {
-		return nil, false
-	}
-	vw := rest.CopyConfig(cfg.Base)
-	vw.Host = url
-	client, err := kcpdynamic.NewForConfig(vw)
-	if err != nil {
-		klog.FromContext(ctx).Error(err, "building the client of the mailbox export's virtual workspace; assemblages are not summarized", "url", url)
-		return nil, false
-	}
-	klog.FromContext(ctx).Info("watching the assemblages of all mailboxes through the virtual workspace", "url", url)
-	return client, true
+// mailboxAssemblages returns the informer on the assemblages of every mailbox, through the
+// virtual workspaces of mailbox.edge.kcp.io (one per shard that holds a mailbox), with the
+// controller's own credential, and how to read one through the virtual workspace that serves
+// its mailbox.
+func mailboxAssemblages(mailbox *espw.Endpoints) (espw.SharedInformer, func(ctx context.Context, mailbox logicalcluster.Name, name string) (*unstructured.Unstructured, error)) {
+	return mailbox.NewInformer(assemblagesGVR, resyncPeriod, assemblageIndexers(), nil),
+		func(ctx context.Context, cluster logicalcluster.Name, name string) (*unstructured.Unstructured, error) {
+			return mailbox.Cluster(cluster.Path()).Resource(assemblagesGVR).Get(ctx, name, metav1.GetOptions{})
+		}
 }
 
 func (w *assemblageWatch) start(ctx context.Context) {
-	client, ok := w.connect(ctx)
-	if !ok {
-		return
-	}
-	informer := kcpdynamicinformer.NewFilteredDynamicInformer(client, assemblagesGVR, resyncPeriod, assemblageIndexers(), nil).Informer()
-	w.run(ctx, informer, func(ctx context.Context, mailbox logicalcluster.Name, name string) (*unstructured.Unstructured, error) {
-		return client.Cluster(mailbox.Path()).Resource(assemblagesGVR).Get(ctx, name, metav1.GetOptions{})
-	})
+	informer, get := w.open()
+	w.run(ctx, informer, get)
 }
 
 // run serves the cache of informer until ctx ends; get reads single assemblages from the same
 // server.
-func (w *assemblageWatch) run(ctx context.Context, informer cache.SharedIndexInformer, get func(ctx context.Context, mailbox logicalcluster.Name, name string) (*unstructured.Unstructured, error)) {
+func (w *assemblageWatch) run(ctx context.Context, informer espw.SharedInformer, get func(ctx context.Context, mailbox logicalcluster.Name, name string) (*unstructured.Unstructured, error)) {
 	logger := klog.FromContext(ctx)
 	if err := informer.SetTransform(func(obj any) (any, error) {
 		u, ok := obj.(*unstructured.Unstructured)
@@ -157,7 +142,7 @@ func assemblageIndexers() cache.Indexers {
 	}
 }
 
-// hasSynced reports whether the cache has synced, or has not started (there is no mailbox yet).
+// hasSynced reports whether the cache has synced, or has not started yet.
 func (w *assemblageWatch) hasSynced() bool {
 	w.mu.RLock()
 	defer w.mu.RUnlock()

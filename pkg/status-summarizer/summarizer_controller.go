@@ -36,7 +36,6 @@ import (
 
 	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
 	kcpdynamic "github.com/kcp-dev/client-go/dynamic"
-	kcpdynamicinformer "github.com/kcp-dev/client-go/dynamic/dynamicinformer"
 	"github.com/kcp-dev/logicalcluster/v3"
 	kcpclientset "github.com/kcp-dev/sdk/client/clientset/versioned/cluster"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,6 +50,7 @@ import (
 	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/espw"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
@@ -89,13 +89,15 @@ const (
 type Config struct {
 	// ESPW is the edge service provider workspace.
 	ESPW logicalcluster.Path
-	// EdgeVWConfig reaches the virtual workspace of the APIExport edge.kcp.io.
-	EdgeVWConfig *rest.Config
-	// Base reaches kcp with the controller's own credential: the virtual workspace of
-	// mailbox.edge.kcp.io is reached with it, and the workload objects of custom kinds, which no
-	// export can claim.
+	// Edge follows the virtual workspaces of the APIExport edge.kcp.io (one per shard that
+	// holds a binding of it), and writes to each workspace through the one that serves it.
+	Edge *espw.Endpoints
+	// Mailbox follows those of mailbox.edge.kcp.io, where the assemblages are read.
+	Mailbox *espw.Endpoints
+	// Base reaches kcp with the controller's own credential: the workload objects of custom
+	// kinds, which no export can claim.
 	Base *rest.Config
-	// KCP reaches kcp's own APIs (the endpoint slices in the ESPW).
+	// KCP reaches kcp's own APIs.
 	KCP kcpclientset.ClusterInterface
 	// Workers is the number of reconciles at once, per queue.
 	Workers int
@@ -118,9 +120,9 @@ func (k objectKey) String() string { return k.cluster + "|" + k.key.String() }
 type Controller struct {
 	cfg Config
 
-	placements  cache.SharedIndexInformer
-	slices      cache.SharedIndexInformer
-	syncTargets cache.SharedIndexInformer
+	placements  espw.SharedInformer
+	slices      espw.SharedInformer
+	syncTargets espw.SharedInformer
 	assemblages *assemblageWatch
 
 	placementQueue *coalescingQueue[placementKey]
@@ -153,10 +155,7 @@ func NewController(cfg Config) (*Controller, error) {
 	if cfg.Workers <= 0 {
 		cfg.Workers = 4
 	}
-	edgeVW, err := kcpdynamic.NewForConfig(cfg.EdgeVWConfig)
-	if err != nil {
-		return nil, err
-	}
+	edgeVW := cfg.Edge
 	own, err := kcpdynamic.NewForConfig(cfg.Base)
 	if err != nil {
 		return nil, err
@@ -165,16 +164,15 @@ func NewController(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	newInformer := func(gvr schema.GroupVersionResource, indexers cache.Indexers) cache.SharedIndexInformer {
-		indexers[kcpcache.ClusterIndexName] = kcpcache.ClusterIndexFunc
-		return kcpdynamicinformer.NewFilteredDynamicInformer(edgeVW, gvr, resyncPeriod, indexers, nil).Informer()
+	newInformer := func(gvr schema.GroupVersionResource, indexers cache.Indexers) espw.SharedInformer {
+		return cfg.Edge.NewInformer(gvr, resyncPeriod, indexers, nil)
 	}
 	c := newController(cfg,
 		newInformer(placementsGVR, cache.Indexers{}),
 		newInformer(slicesGVR, sliceIndexers()),
 		newInformer(syncTargetsGVR, cache.Indexers{}),
-		newAssemblageWatch(func(ctx context.Context) (kcpdynamic.ClusterInterface, bool) {
-			return mailboxVirtualWorkspace(ctx, cfg)
+		newAssemblageWatch(func() (espw.SharedInformer, func(ctx context.Context, mailbox logicalcluster.Name, name string) (*unstructured.Unstructured, error)) {
+			return mailboxAssemblages(cfg.Mailbox)
 		}))
 	c.writePlacementStatus = func(ctx context.Context, cluster string, u *unstructured.Unstructured) error {
 		_, err := edgeVW.Cluster(logicalcluster.NewPath(cluster)).Resource(placementsGVR).UpdateStatus(ctx, u, metav1.UpdateOptions{FieldManager: FieldManager})
@@ -185,7 +183,7 @@ func NewController(cfg Config) (*Controller, error) {
 		if err != nil {
 			return nil, err
 		}
-		client := edgeVW
+		var client espw.ClusterClient = edgeVW
 		if custom {
 			client = own // custom kinds belong to no export, so the virtual workspace has none
 		}
@@ -198,7 +196,7 @@ func NewController(cfg Config) (*Controller, error) {
 }
 
 // newController assembles a controller from its informers, without handlers or clients.
-func newController(cfg Config, placements, slices, syncTargets cache.SharedIndexInformer, assemblages *assemblageWatch) *Controller {
+func newController(cfg Config, placements, slices, syncTargets espw.SharedInformer, assemblages *assemblageWatch) *Controller {
 	c := &Controller{
 		cfg:            cfg,
 		placements:     placements,
@@ -236,7 +234,7 @@ func sliceIndexers() cache.Indexers {
 
 func (c *Controller) addHandlers() error {
 	handlers := []struct {
-		informer cache.SharedIndexInformer
+		informer espw.SharedInformer
 		handler  cache.ResourceEventHandler
 	}{
 		{c.placements, cache.ResourceEventHandlerFuncs{
@@ -270,7 +268,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	defer c.objectQueue.ShutDown()
 	logger := klog.FromContext(ctx).WithValues("controller", ControllerName)
 	ctx = klog.NewContext(ctx, logger)
-	for _, inf := range []cache.SharedIndexInformer{c.placements, c.slices, c.syncTargets} {
+	for _, inf := range []espw.SharedInformer{c.placements, c.slices, c.syncTargets} {
 		go inf.Run(ctx.Done())
 	}
 	go c.assemblages.start(ctx)

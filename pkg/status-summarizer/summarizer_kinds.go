@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	kcpdynamic "github.com/kcp-dev/client-go/dynamic"
 	"github.com/kcp-dev/logicalcluster/v3"
 	apisv1alpha2 "github.com/kcp-dev/sdk/apis/apis/v1alpha2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,7 +41,7 @@ type customKind struct {
 	at      time.Time
 }
 
-func newKindResolver(edgeVW kcpdynamic.ClusterInterface) (*kindResolver, error) {
+func newKindResolver(edgeVW espw.ClusterClient) (*kindResolver, error) {
 	claimed, err := claimedResources()
 	if err != nil {
 		return nil, err

@@ -2,7 +2,6 @@ package sharded
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -12,17 +11,12 @@ import (
 	"github.com/kcp-dev/edge-mc/test/framework"
 )
 
-// knownGapsEnv set to 1 runs the tests of known gaps, which fail until the gap is closed.
-const knownGapsEnv = "EDGE_E2E_KNOWN_GAPS"
-
 // TestInventoryOnEveryShard puts an inventory workspace on each shard, with a SyncTarget in each,
 // and expects both SyncTargets to get a ready mailbox. kcp lists an export's virtual workspace
 // of a shard in the APIExportEndpointSlice only while some workspace on that shard binds the
-// export, so edge-controller-manager sees both inventories only if it watches every endpoint.
+// export, so edge-controller-manager sees both inventories only if it follows every endpoint; and
+// it writes each SyncTarget's status through the virtual workspace of the shard that holds it.
 func TestInventoryOnEveryShard(t *testing.T) {
-	if os.Getenv(knownGapsEnv) != "1" {
-		t.Skipf("a known gap (issue 21, item 4): edge-controller-manager watches only the first endpoint of the APIExportEndpointSlice, so a SyncTarget in an inventory workspace on another shard gets no mailbox; %s=1 runs this test", knownGapsEnv)
-	}
 	c := framework.ShardedKCP(t)
 	f, _ := oneShardFleet(t)
 	var imws []string
@@ -44,6 +38,9 @@ func TestInventoryOnEveryShard(t *testing.T) {
 		urls = append(urls, e.URL)
 	}
 	t.Logf("the APIExportEndpointSlice %s lists %d endpoints: %v", edgev1alpha1.EdgeAPIExportName, len(urls), urls)
+	if len(urls) != len(c.Shards) {
+		t.Errorf("the APIExportEndpointSlice %s lists %d endpoints with a binding on each of %d shards: %v", edgev1alpha1.EdgeAPIExportName, len(urls), len(c.Shards), urls)
+	}
 	for i, s := range c.Shards {
 		name := "edge-on-" + s.Name
 		framework.EventuallyObject(t, "the mailbox of "+name+" in "+imws[i]+" is ready",

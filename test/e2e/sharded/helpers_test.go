@@ -40,11 +40,9 @@ func mailboxReady(u *unstructured.Unstructured) string {
 
 // oneShardFleet is framework.NewMailboxFleet with the ESPW, the inventory and the workload
 // workspace all on one shard, the ESPW's (kubectl edge init creates the ESPW, of a type of its
-// own, so kcp places it; the other two follow it). edge-controller-manager watches only the
-// first endpoint of the edge.kcp.io APIExportEndpointSlice, and kcp lists one endpoint per shard
-// that holds a binding of the export: with the bindings on two shards, the controllers see the
-// inventories of one only (TestInventoryOnEveryShard, a known gap). Mailboxes bind only
-// mailbox.edge.kcp.io.
+// own, so kcp places it; the other two follow it), so that the tests that use it see one shard's
+// virtual workspace of edge.kcp.io, and the mailboxes' shards only in that of mailbox.edge.kcp.io.
+// TestInventoryOnEveryShard and TestPlacementAcrossShards spread the bindings of edge.kcp.io.
 func oneShardFleet(t *testing.T) (*framework.Fleet, string) {
 	t.Helper()
 	c := framework.ShardedKCP(t)
