@@ -124,7 +124,7 @@ func RunWithKCP(m *testing.M, opts ...KCPOption) int {
 	}
 	code := m.Run()
 	if code != 0 && server.logPath != "" {
-		server.printLogTail(80)
+		server.printLogTail(30)
 	}
 	stopEdgeKCP()
 	server.stop()

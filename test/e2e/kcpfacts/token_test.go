@@ -39,7 +39,7 @@ func TestServiceAccountTokenStaysInItsWorkspace(t *testing.T) {
 		cfg *rest.Config
 		ws  logicalcluster.Path
 	}{"A's token": {credA, a}, "B's token": {credB, b}} {
-		framework.Eventually(t, 30*time.Second, func() (bool, string) {
+		framework.Eventually(t, framework.Converge, func() (bool, string) {
 			code, body := framework.Send(t, c.cfg, framework.Get("list ConfigMaps in its own workspace", c.ws, configMaps))
 			return code == 200, fmt.Sprintf("%s: list ConfigMaps in %s: %d %s", who, c.ws, code, body)
 		})
@@ -93,7 +93,7 @@ func syncerIdentity(t *testing.T, ws logicalcluster.Path) string {
 		t.Fatalf("creating the ClusterRoleBinding in %s: %v", ws, err)
 	}
 	var token string
-	framework.Eventually(t, time.Minute, func() (bool, string) {
+	framework.Eventually(t, 2*time.Minute, func() (bool, string) {
 		secret, err := kube.CoreV1().Secrets(ns).Get(ctx, transport.SyncerTokenSecret, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()

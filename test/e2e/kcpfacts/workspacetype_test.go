@@ -84,7 +84,7 @@ func TestMailboxTypeBindsItsExportByItself(t *testing.T) {
 	// answers 429 "storage is (re)initializing", which clients retry (the controllers do).
 	bound := time.Now()
 	for _, path := range []string{"/apis/edge.kcp.io/v1alpha1/syncerconfigs", "/apis/edge.kcp.io/v1alpha1/assemblages", "/apis/edge.kcp.io/v1alpha1/assemblageparts"} {
-		framework.Eventually(t, 30*time.Second, func() (bool, string) {
+		framework.Eventually(t, framework.Converge, func() (bool, string) {
 			code, body := framework.Send(t, s.Base, framework.Get("list "+path+" in the mailbox", mailbox, path))
 			return code == http.StatusOK, fmt.Sprintf("list %s in the mailbox %s: %d %s", path, mailbox, code, body)
 		})

@@ -18,12 +18,16 @@ var syncTargetsGVR = schema.GroupVersionResource{Group: "edge.kcp.io", Version: 
 // mailboxCluster is the logical cluster name of a SyncTarget's mailbox, as its status says.
 func mailboxCluster(t *testing.T, f *framework.Fleet, syncTarget string) logicalcluster.Path {
 	t.Helper()
-	f.Mailbox(t, syncTarget) // waits for it
-	st := framework.GetObject(t, framework.KCP(t).DynamicClient(t, f.IMW), syncTargetsGVR, "", syncTarget)
-	name, _, _ := unstructured.NestedString(st.Object, "status", "mailboxCluster")
-	if name == "" {
-		t.Fatalf("SyncTarget %s has no status.mailboxCluster", syncTarget)
-	}
+	// status.mailboxWorkspace is set as soon as the mailbox is being made; status.mailboxCluster
+	// once it is ready.
+	var name string
+	framework.Eventually(t, framework.Converge, func() (bool, string) {
+		st := framework.GetObject(t, framework.KCP(t).DynamicClient(t, f.IMW), syncTargetsGVR, "", syncTarget)
+		if st != nil {
+			name, _, _ = unstructured.NestedString(st.Object, "status", "mailboxCluster")
+		}
+		return name != "", fmt.Sprintf("SyncTarget %s has no status.mailboxCluster", syncTarget)
+	})
 	return logicalcluster.NewPath(name)
 }
 

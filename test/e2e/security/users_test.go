@@ -28,7 +28,7 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: %[1]s}]
 `, user))
 	cfg := framework.KCP(t).UserConfig(t, user, ws)
 	probe := get("list Namespaces in "+ws.String(), ws, "/api/v1/namespaces")
-	framework.Eventually(t, 30*time.Second, func() (bool, string) {
+	framework.Eventually(t, framework.Converge, func() (bool, string) {
 		code, body := framework.Send(t, cfg, probe)
 		return code == 200, fmt.Sprintf("%s, just made admin: %s: %d %s", user, probe.What, code, body)
 	})
