@@ -2,11 +2,15 @@ package transport
 
 import (
 	"bytes"
+	"compress/gzip"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -246,4 +250,60 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestEncodeReusesWritersFaithfully: the gzip writers are pooled, so an encode may get a writer
+// that compressed something else before, perhaps something larger; the bytes must be the same
+// as from a fresh one, also when many encode at once.
+func TestEncodeReusesWritersFaithfully(t *testing.T) {
+	large := []Entry{configMap("ns", "big", map[string]any{"blob": incompressible(t, 200_000)})}
+	small := []Entry{configMap("ns", "a", map[string]any{"x": "1"}), configMap("ns", "b", nil)}
+	want := map[string]*Encoded{}
+	for name, entries := range map[string][]Entry{"large": large, "small": small} {
+		enc, err := Encode(entries)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// What a new writer makes of the same document.
+		raw, _ := json.Marshal(Document{Objects: entries})
+		var buf bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+		_, _ = zw.Write(raw)
+		_ = zw.Close()
+		if fresh := buf.Bytes(); !bytes.Equal(bytes.Join(enc.Pieces, nil), fresh) {
+			t.Fatalf("%s: Encode's bytes differ from a new gzip writer's", name)
+		}
+		want[name] = enc
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, 64)
+	for i := 0; i < 32; i++ {
+		name, entries := "small", small
+		if i%2 == 0 {
+			name, entries = "large", large
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, err := Encode(entries)
+			if err != nil {
+				errs <- err.Error()
+				return
+			}
+			if got.Version != want[name].Version || len(got.Pieces) != len(want[name].Pieces) {
+				errs <- fmt.Sprintf("%s: version %s with %d pieces, want %s with %d", name, got.Version, len(got.Pieces), want[name].Version, len(want[name].Pieces))
+				return
+			}
+			for p := range got.Pieces {
+				if !bytes.Equal(got.Pieces[p], want[name].Pieces[p]) {
+					errs <- fmt.Sprintf("%s: piece %d differs from a fresh writer's", name, p)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
 }
