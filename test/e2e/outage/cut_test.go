@@ -10,7 +10,8 @@ import (
 
 // TestSyncerConnectionCut cuts the syncer's connection to the center, as a network partition
 // would (a proxy that lets nothing through, both processes left running), for longer than the
-// heartbeat grace period: the SyncTarget's SyncerReady turns Unknown, the edge stays exactly as
+// heartbeat grace period, two minutes: the SyncTarget's SyncerReady turns Unknown, the
+// placement's summary counts the destination stale (a silent syncer), the edge stays exactly as
 // last applied, and a change made in the workload workspace during the cut arrives once the
 // connection is back; then the same with the connections reset and refused for 15 s. Nothing
 // else is deleted or rewritten at the edge. The times to converge are logged.
@@ -37,8 +38,13 @@ func TestSyncerConnectionCut(t *testing.T) {
 		return status == "Unknown", fmt.Sprintf("SyncerReady is %q", status)
 	})
 	t.Logf("SyncerReady turned Unknown %s after the cut", time.Since(cutAt).Round(time.Second))
+	// The placement's summary counts the destination stale, and says why.
+	wmw := framework.KCP(t).DynamicClient(t, f.WMW)
+	eventually(t, "the summary during the cut", wmw, placements, "", "app", summaryCounts("stale", 1, "silent"))
+	t.Logf("the placement counted the destination stale %s after the cut", time.Since(cutAt).Round(time.Second))
 	f.Kubectl(t, f.WMW, "patch", "configmap", "changing", "-n", "app", "--type=merge", "-p", `{"data":{"version":"2"}}`)
-	for time.Since(cutAt) < 70*time.Second {
+	// A cut of minutes: the syncer keeps retrying and the edge keeps its workload.
+	for time.Since(cutAt) < 2*time.Minute {
 		time.Sleep(5 * time.Second)
 		if now := snapshot(t, edge); fmt.Sprint(now) != fmt.Sprint(before) {
 			t.Fatalf("the edge changed while its syncer was cut off:\nbefore %v\nnow    %v", before, now)
@@ -58,6 +64,8 @@ func TestSyncerConnectionCut(t *testing.T) {
 	eventually(t, "the syncer's heartbeat after the cut", imw, syncTargets, "", "edge1", conditionIs("SyncerReady", "True"))
 	t.Logf("converged %s after the connection came back; SyncerReady True again %s after", converged.Round(100*time.Millisecond),
 		time.Since(restoredAt).Round(100*time.Millisecond))
+	eventually(t, "the summary after the cut", wmw, placements, "", "app", summaryCounts("stale", 0, ""))
+	t.Logf("the placement no longer counted the destination stale %s after the connection came back", time.Since(restoredAt).Round(100*time.Millisecond))
 
 	// Then a cut that resets the connections (as a crashed load balancer would): the syncer
 	// dials again, and a change made meanwhile arrives.

@@ -65,8 +65,10 @@ func snapshot(t *testing.T, edge *framework.PCluster) edgeState {
 	return out
 }
 
-// TestCenterOutage kills kcp for 60 s while the workload runs at the edge, then restarts it and
-// changes one object.
+// TestCenterOutage kills kcp for 60 s while the workload runs at the edge, and
+// edge-controller-manager with it, which is started again at once and so before kcp is back;
+// then restarts kcp and changes one object at once. The edge keeps its workload throughout,
+// and the change arrives without anything else being deleted or written at the edge.
 func TestCenterOutage(t *testing.T) {
 	f := setUp(t, map[string]string{"edge1": "east"})
 	edge := framework.NewLogicalPCluster(t, "edge1")
@@ -82,6 +84,10 @@ func TestCenterOutage(t *testing.T) {
 	kcp := framework.KCP(t)
 	t.Log("killing kcp")
 	kcp.Kill()
+	// edge-controller-manager crashes too, and is started again while kcp is still down: it
+	// must wait for kcp, not exit.
+	f.ECM.Crash()
+	f.ECM.Restart()
 	for i := 0; i < 6; i++ {
 		time.Sleep(10 * time.Second)
 		if now := snapshot(t, edge); fmt.Sprint(now) != fmt.Sprint(before) {
@@ -90,13 +96,19 @@ func TestCenterOutage(t *testing.T) {
 		if syncer.Exited() {
 			t.Fatal("edge-syncer exited while the center was down")
 		}
+		if f.ECM.Exited() {
+			t.Fatal("edge-controller-manager, started while kcp was down, exited instead of waiting for it")
+		}
 	}
 	t.Log("restarting kcp after 60 s")
 	if err := kcp.Restart(); err != nil {
 		t.Fatal(err)
 	}
+	// The workload changes as soon as kcp is back, before edge-controller-manager has seen it.
+	restartedAt := time.Now()
 	f.Kubectl(t, f.WMW, "patch", "configmap", "changing", "-n", "app", "--type=merge", "-p", `{"data":{"version":"2"}}`)
 	eventually(t, "the change after the outage", ec, configMaps, "app", "changing", fieldIs("2", "data", "version"))
+	t.Logf("the change made when kcp came back reached the edge %s later", time.Since(restartedAt).Round(100*time.Millisecond))
 
 	after := snapshot(t, edge)
 	for id, b := range before {
