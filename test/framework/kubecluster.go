@@ -78,6 +78,8 @@ type KubeCluster struct {
 type kubeProcess struct {
 	name    string
 	logPath string
+	path    string
+	args    []string
 	cmd     *exec.Cmd
 	exited  chan struct{}
 }
@@ -469,7 +471,7 @@ func (k *KubeCluster) runBin(name string, args ...string) error {
 
 // run starts a program in its own process group, with its output appended to <dir>/<name>.log.
 func (k *KubeCluster) run(name, path string, args ...string) error {
-	p := &kubeProcess{name: name, logPath: filepath.Join(k.dir, name+".log"), exited: make(chan struct{})}
+	p := &kubeProcess{name: name, logPath: filepath.Join(k.dir, name+".log"), path: path, args: args, exited: make(chan struct{})}
 	f, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
@@ -494,6 +496,42 @@ func (k *KubeCluster) run(name, path string, args ...string) error {
 	}()
 	k.procs = append(k.procs, p)
 	return nil
+}
+
+// RestartAPIServer kills kube-apiserver (SIGKILL, as in a crash), leaves it down for the
+// given time, starts it again with the same arguments and waits until it is ready. etcd and the
+// other programs keep running, as when an API server is restarted on its own.
+func (k *KubeCluster) RestartAPIServer(down time.Duration) error {
+	var old *kubeProcess
+	for i, p := range k.procs {
+		if p.name == "kube-apiserver" {
+			old = p
+			k.procs = append(k.procs[:i:i], k.procs[i+1:]...)
+			break
+		}
+	}
+	if old == nil {
+		return errors.New("this cluster has no kube-apiserver")
+	}
+	old.kill()
+	<-old.exited
+	time.Sleep(down)
+	if err := k.run(old.name, old.path, old.args...); err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(k.Config)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), kubeClusterStartTimeout)
+	defer cancel()
+	return k.waitFor(ctx, "kube-apiserver to be ready again", func() (bool, string) {
+		body, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		if err != nil {
+			return false, fmt.Sprintf("/readyz: %v %s", err, body)
+		}
+		return true, ""
+	})
 }
 
 func (p *kubeProcess) hasExited() bool {

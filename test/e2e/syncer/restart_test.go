@@ -7,6 +7,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 	"github.com/kcp-dev/edge-mc/test/framework"
@@ -45,19 +46,7 @@ spec:
 	slow := []string{"--edge-qps", "5", "--edge-burst", "1"}
 	syncer := framework.StartSyncer(t, f.ESPW, f.IMW, "edge2", edge, slow...)
 	ec := edge.DynamicClient(t)
-	edgeUIDs := func() map[string]string {
-		list, err := ec.Resource(configMaps).Namespace("many").List(framework.Context(t, 10*time.Second), metav1.ListOptions{})
-		if err != nil {
-			return nil
-		}
-		out := map[string]string{}
-		for _, item := range list.Items {
-			if strings.HasPrefix(item.GetName(), "cm-") {
-				out[item.GetName()] = string(item.GetUID())
-			}
-		}
-		return out
-	}
+	edgeUIDs := func() map[string]string { return configMapUIDs(t, ec, "many") }
 	framework.Eventually(t, converge, func() (bool, string) {
 		n := len(edgeUIDs())
 		return n >= 5, fmt.Sprintf("%d objects at the edge", n)
@@ -78,6 +67,86 @@ spec:
 	for name, uid := range before {
 		if after[name] != uid {
 			t.Errorf("%s was recreated after the restart: uid %s, now %s", name, uid, after[name])
+		}
+	}
+}
+
+// configMapUIDs returns the UIDs of the ConfigMaps cm-* in the namespace at the edge, by name
+// (nil if the edge does not answer).
+func configMapUIDs(t *testing.T, ec dynamic.Interface, namespace string) map[string]string {
+	t.Helper()
+	list, err := ec.Resource(configMaps).Namespace(namespace).List(framework.Context(t, 10*time.Second), metav1.ListOptions{})
+	if err != nil {
+		return nil
+	}
+	out := map[string]string{}
+	for _, item := range list.Items {
+		if strings.HasPrefix(item.GetName(), "cm-") {
+			out[item.GetName()] = string(item.GetUID())
+		}
+	}
+	return out
+}
+
+// TestEdgeAPIServerRestartMidway kills the kube-apiserver of a real Kubernetes edge while
+// edge-syncer, slowed down, is applying a workload of many objects, and starts it again 15 s
+// later: the syncer recovers by itself (it keeps running and needs no restart), every object
+// arrives, and those applied before keep their UIDs.
+func TestEdgeAPIServerRestartMidway(t *testing.T) {
+	const count = 60
+	f := setUp(t, map[string]string{"kube2": "west"})
+	kube := framework.StartKubeCluster(t, "kube2")
+	var manifest strings.Builder
+	manifest.WriteString("apiVersion: v1\nkind: Namespace\nmetadata: {name: many}\n")
+	for i := 0; i < count; i++ {
+		fmt.Fprintf(&manifest, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-%02d, namespace: many}\ndata: {i: \"%d\"}\n", i, i)
+	}
+	manifest.WriteString(`---
+apiVersion: edge.kcp.io/v1alpha1
+kind: EdgePlacement
+metadata: {name: many}
+spec:
+  locationSelectors: [{matchLabels: {region: west}}]
+  downsync: [{namespaces: [many]}]
+`)
+	f.Apply(t, f.WMW, manifest.String())
+	mailbox := framework.KCP(t).DynamicClient(t, f.Mailbox(t, "kube2"))
+	framework.EventuallyAssemblage(t, mailbox, placementAssemblage(t, f, "many"), func(a *edgev1alpha1.Assemblage) string {
+		if a == nil || a.Spec.ObjectCount != count+1 {
+			return fmt.Sprintf("the assemblage does not carry the namespace and the %d ConfigMaps yet: %v", count, a)
+		}
+		return ""
+	})
+
+	syncer := framework.StartSyncer(t, f.ESPW, f.IMW, "kube2", kube.PCluster(), "--edge-qps", "5", "--edge-burst", "1")
+	ec := kube.DynamicClient(t)
+	framework.Eventually(t, converge, func() (bool, string) {
+		n := len(configMapUIDs(t, ec, "many"))
+		return n >= 5, fmt.Sprintf("%d objects at the edge", n)
+	})
+	before := configMapUIDs(t, ec, "many")
+	if len(before) >= count {
+		t.Fatalf("all %d objects were applied before the API server was killed; the test did not interrupt the syncer", count)
+	}
+	t.Logf("killing the edge's kube-apiserver with %d of %d objects applied, for 15 s", len(before), count)
+	restartedAt := time.Now()
+	if err := kube.RestartAPIServer(15 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the edge's kube-apiserver is ready again after %s", time.Since(restartedAt).Round(100*time.Millisecond))
+	back := time.Now()
+	framework.Eventually(t, 3*converge, func() (bool, string) {
+		n := len(configMapUIDs(t, ec, "many"))
+		return n == count, fmt.Sprintf("%d of %d objects at the edge", n, count)
+	})
+	t.Logf("all %d objects at the edge %s after the API server came back", count, time.Since(back).Round(100*time.Millisecond))
+	if syncer.Exited() {
+		t.Error("edge-syncer exited when its edge's API server went away; it must ride it out")
+	}
+	after := configMapUIDs(t, ec, "many")
+	for name, uid := range before {
+		if after[name] != uid {
+			t.Errorf("%s was recreated after the API server's restart: uid %s, now %s", name, uid, after[name])
 		}
 	}
 }
