@@ -187,19 +187,56 @@ func (i *Informer) Run(stop <-chan struct{}) {
 
 // HasSynced says whether the slice has been read and every shard's informer has synced, or found
 // that its virtual workspace does not serve the resource. A new URL makes it false until its
-// shard has synced.
+// shard has synced. If the Endpoints tolerate unreachable shards, a shard that was never listed
+// counts as synced while requests to it fail in transport: it holds nothing as far as the
+// controllers know, until it answers and is listed.
 func (i *Informer) HasSynced() bool {
 	if !i.endpoints.hasSynced() {
 		return false
 	}
-	i.mu.RLock()
-	defer i.mu.RUnlock()
-	for _, s := range i.shards {
-		if !s.informer.HasSynced() && !s.unserved.Load() {
+	for url, listed := range i.listedShards() {
+		if !listed && !(i.endpoints.tolerateUnreachable && i.endpoints.unreachable(url)) {
 			return false
 		}
 	}
 	return true
+}
+
+// Complete says whether the slice has been read and every shard has been listed (or does not
+// serve the resource): what the informer does not hold does not exist. Unlike HasSynced, it is
+// false while an unreachable shard has never been listed. A controller that would delete or
+// replace something because an object is absent must ask this.
+func (i *Informer) Complete() bool {
+	if !i.endpoints.hasSynced() {
+		return false
+	}
+	for _, listed := range i.listedShards() {
+		if !listed {
+			return false
+		}
+	}
+	return true
+}
+
+// listedShards says, for each URL followed, whether its shard's informer has synced or found the
+// resource not served. It holds the informer's lock only while it reads.
+func (i *Informer) listedShards() map[string]bool {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	out := make(map[string]bool, len(i.shards))
+	for u, s := range i.shards {
+		out[u] = s.informer.HasSynced() || s.unserved.Load()
+	}
+	return out
+}
+
+// shardListed says whether the shard on url has been listed (see listedShards); a URL that the
+// informer does not follow counts as listed.
+func (i *Informer) shardListed(url string) bool {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	s, ok := i.shards[url]
+	return !ok || s.informer.HasSynced() || s.unserved.Load()
 }
 
 // AddEventHandler adds the handler to every shard, present and future. Each shard replays its
@@ -354,4 +391,13 @@ func (v view) ByIndex(indexName, indexedValue string) ([]any, error) {
 		out = append(out, items...)
 	}
 	return out, nil
+}
+
+// Complete says whether what the informer holds is all there is (see Informer.Complete); for a
+// plain informer, whether it has synced.
+func Complete(inf SharedInformer) bool {
+	if i, ok := inf.(*Informer); ok {
+		return i.Complete()
+	}
+	return inf.HasSynced()
 }

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/espw"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
@@ -34,6 +35,28 @@ func syncerStatusAt(now time.Time, grace time.Duration, status *edgev1alpha1.Syn
 	setCondition(status, edgev1alpha1.SyncTargetSyncerReady, metav1.ConditionUnknown, edgev1alpha1.ReasonHeartbeatStale,
 		fmt.Sprintf("no heartbeat from the syncer since %s, more than %s ago", renewed.UTC().Format(time.RFC3339), grace))
 	return 0
+}
+
+// unreachableRecheck is how often a SyncTarget whose mailbox's shard does not answer is looked at
+// again, to notice the shard's return (a look costs no request) or the grace period's end.
+const unreachableRecheck = 10 * time.Second
+
+// unreachableStatusAt sets SyncerReady for a mailbox whose shard does not answer: as it was while
+// the last heartbeat seen (renewed, nil if none) is within the grace period, then Unknown with
+// reason MailboxUnreachable and a message that names the shard. It returns when to look again.
+func unreachableStatusAt(now time.Time, grace time.Duration, status *edgev1alpha1.SyncTargetStatus, mailbox fmt.Stringer, outage espw.ShardOutage, renewed *time.Time) time.Duration {
+	if renewed != nil && now.Sub(*renewed) <= grace {
+		syncerStatusAt(now, grace, status, renewed)
+		return min(unreachableRecheck, grace-now.Sub(*renewed)+time.Second)
+	}
+	last := "none seen"
+	if renewed != nil {
+		last = renewed.UTC().Format(time.RFC3339)
+	}
+	setCondition(status, edgev1alpha1.SyncTargetSyncerReady, metav1.ConditionUnknown, edgev1alpha1.ReasonMailboxUnreachable,
+		fmt.Sprintf("mailbox %s is on shard %s, unreachable since %s: the syncer's heartbeats cannot be read (the last one seen: %s)",
+			mailbox, outage.Shard, outage.Since.UTC().Format(time.RFC3339), last))
+	return unreachableRecheck
 }
 
 // syncerCompatibility sets SyncerCompatible from what the syncer reports in its SyncerConfig:
