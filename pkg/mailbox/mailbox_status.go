@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
@@ -43,8 +44,14 @@ const unreachableRecheck = 10 * time.Second
 
 // unreachableStatusAt sets SyncerReady for a mailbox whose shard does not answer: as it was while
 // the last heartbeat seen (renewed, nil if none) is within the grace period, then Unknown with
-// reason MailboxUnreachable and a message that names the shard. It returns when to look again.
+// reason MailboxUnreachable and a message that names the shard. A condition that says so already
+// is kept as it is, so that the outage's start that it names survives a restart of
+// edge-controller-manager (which sees the shard fail only from its own start). It returns when
+// to look again.
 func unreachableStatusAt(now time.Time, grace time.Duration, status *edgev1alpha1.SyncTargetStatus, mailbox fmt.Stringer, outage espw.ShardOutage, renewed *time.Time) time.Duration {
+	if c := meta.FindStatusCondition(status.Conditions, edgev1alpha1.SyncTargetSyncerReady); c != nil && c.Reason == edgev1alpha1.ReasonMailboxUnreachable {
+		return unreachableRecheck
+	}
 	if renewed != nil && now.Sub(*renewed) <= grace {
 		syncerStatusAt(now, grace, status, renewed)
 		return min(unreachableRecheck, grace-now.Sub(*renewed)+time.Second)

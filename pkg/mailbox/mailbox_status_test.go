@@ -134,6 +134,13 @@ func TestUnreachableStatus(t *testing.T) {
 	if !equality.Semantic.DeepEqual(status, later) {
 		t.Errorf("the outage going on changed the status: %+v -> %+v", status, later)
 	}
+	// edge-controller-manager started again sees the shard fail from its own start and no
+	// heartbeat: the condition keeps the outage's start it named.
+	restarted := status.DeepCopy()
+	unreachableStatusAt(now.Add(time.Minute), grace, restarted, mailbox, espw.ShardOutage{Shard: "shard-1", Since: now.Add(time.Minute)}, nil)
+	if !equality.Semantic.DeepEqual(status, restarted) {
+		t.Errorf("a restart's view of the outage changed the status: %+v -> %+v", status, restarted)
+	}
 
 	status = &edgev1alpha1.SyncTargetStatus{}
 	unreachableStatusAt(now, grace, status, mailbox, outage, nil)
