@@ -168,6 +168,17 @@ func TestShardDown(t *testing.T) {
 			return true
 		})
 	t.Logf("the summary counted the %d edges on shard %s stale, naming the shard, %s after the kill", len(onSecond), second.Name, time.Since(killed).Round(100*time.Millisecond))
+	for _, e := range onSecond {
+		st := framework.GetObject(t, framework.KCP(t).DynamicClient(t, imw), syncTargetsGVR, "", e.name)
+		if st == nil {
+			t.Fatalf("no SyncTarget %s", e.name)
+		}
+		status, reason, msg := framework.ConditionStatus(st, "SyncerReady")
+		t.Logf("SyncTarget %s: SyncerReady %s, %s: %s", e.name, status, reason, msg)
+		if reason != "MailboxUnreachable" {
+			t.Errorf("SyncTarget %s, whose mailbox is on the shard that is down: SyncerReady's reason is %s, want MailboxUnreachable", e.name, reason)
+		}
+	}
 	if ecm.Exited() || ecm.PID() != ecmPID {
 		t.Fatalf("edge-controller-manager exited while shard %s was down", second.Name)
 	}
