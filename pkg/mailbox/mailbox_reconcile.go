@@ -55,7 +55,7 @@ func (c *Controller) reconcile(ctx context.Context, cluster logicalcluster.Name,
 		return 0, c.writeStatus(ctx, cluster, st, status) // the workspace's events bring it back
 	}
 
-	if outage, down := c.cfg.Mailbox.Outage(ctx, logicalcluster.Name(ws.Spec.Cluster)); down {
+	if outage, down := c.mailboxOutage(ctx, logicalcluster.Name(ws.Spec.Cluster)); down {
 		// Nothing in the mailbox can be read or written: its set-up is not checked, and
 		// SyncerReady says why the heartbeats stop, once the grace period has passed.
 		status.MailboxCluster = ws.Spec.Cluster

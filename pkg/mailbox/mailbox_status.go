@@ -1,11 +1,13 @@
 package mailbox
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/kcp-dev/logicalcluster/v3"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -91,4 +93,13 @@ func versionText(v string) string {
 		return "unknown"
 	}
 	return v
+}
+
+// mailboxOutage says whether the shard that holds the mailbox with the given logical cluster
+// does not answer (see espw.Endpoints.Outage).
+func (c *Controller) mailboxOutage(ctx context.Context, mailbox logicalcluster.Name) (espw.ShardOutage, bool) {
+	if c.cfg.Mailbox == nil {
+		return espw.ShardOutage{}, false
+	}
+	return c.cfg.Mailbox.Outage(ctx, mailbox)
 }
