@@ -150,3 +150,30 @@ func TestUnreachableShardAtStart(t *testing.T) {
 		t.Error("out after the shard answered")
 	}
 }
+
+// TestRegistrationWaitsForTheHandler: a handler's registration has synced only once the handler
+// has been given every object of each shard's first list, later than the informer's store.
+func TestRegistrationWaitsForTheHandler(t *testing.T) {
+	shards := &fakeShards{sources: map[string]*fcache.FakeControllerSource{}}
+	shards.source("https://shard-a/vw").Add(configMap("ca", "one"))
+	shards.source("https://shard-b/vw").Add(configMap("cb", "two"))
+	e, i := newTestInformer(t, shards)
+	release := make(chan struct{})
+	reg, err := i.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(any) { <-release }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go i.Run(ctx.Done())
+	e.setURLs(ctx, []string{"https://shard-a/vw", "https://shard-b/vw"})
+	e.mu.Lock()
+	e.synced = true
+	e.mu.Unlock()
+	eventually(t, "the stores synced", i.HasSynced)
+	if reg.HasSynced() {
+		t.Error("the registration synced while its handler has not been given the objects")
+	}
+	close(release)
+	eventually(t, "the registration synced", reg.HasSynced)
+}
