@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"sort"
 	"sync"
@@ -63,6 +64,12 @@ type Endpoints struct {
 	shardOf map[logicalcluster.Name]string
 	// changed is closed, and replaced, whenever urls or synced change.
 	changed chan struct{}
+	// health records, per URL, whether requests through it reach its shard; shardNames the
+	// shard names found for URLs (see Outage).
+	health     map[string]*reachability
+	shardNames map[string]string
+	// tolerateUnreachable: see TolerateUnreachableShards.
+	tolerateUnreachable bool
 }
 
 // NewEndpoints returns a follower of the APIExportEndpointSlice named export in the ESPW; Start
@@ -74,8 +81,18 @@ func NewEndpoints(kcp kcpclientset.ClusterInterface, espw logicalcluster.Path, e
 		return nil, err
 	}
 	return &Endpoints{export: export, espw: espw, kcp: kcp, config: rest.CopyConfig(config), base: base,
-		clients: map[string]kcpdynamic.ClusterInterface{}, shardOf: map[logicalcluster.Name]string{}, changed: make(chan struct{})}, nil
+		clients: map[string]kcpdynamic.ClusterInterface{}, shardOf: map[logicalcluster.Name]string{}, changed: make(chan struct{}),
+		health: map[string]*reachability{}, shardNames: map[string]string{}}, nil
 }
+
+// TolerateUnreachableShards makes the informers of this export count a shard that they have
+// never listed as synced while requests to it fail in transport (the shard is down), so that
+// the controllers start, and serve the other shards, without it. Only an export whose objects
+// of one workspace decide nothing about another may do so: mailbox.edge.kcp.io, whose objects
+// are each one mailbox's own. What the informers of edge.kcp.io or the workload kinds do not
+// show is taken as absent (a placement, a SyncTarget), so those wait for every shard. Informer
+// Complete still says whether every shard has been listed. Call it before Start.
+func (e *Endpoints) TolerateUnreachableShards() { e.tolerateUnreachable = true }
 
 // Export is the name of the APIExport followed.
 func (e *Endpoints) Export() string { return e.export }
@@ -153,6 +170,7 @@ func (e *Endpoints) setURLs(ctx context.Context, urls []string) {
 		if !slices.Contains(urls, u) {
 			logger.Info("a virtual workspace of the export is gone: its shard holds no binding any more", "url", u)
 			delete(e.clients, u)
+			delete(e.health, u)
 			for cluster, of := range e.shardOf {
 				if of == u {
 					delete(e.shardOf, cluster)
@@ -171,6 +189,8 @@ func (e *Endpoints) setURLs(ctx context.Context, urls []string) {
 		}
 		cfg := rest.CopyConfig(e.config)
 		cfg.Host = u
+		health := &reachability{now: time.Now}
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &roundTripper{next: rt, r: health} })
 		client, err := kcpdynamic.NewForConfig(cfg)
 		if err != nil {
 			logger.Error(err, "building the client of a virtual workspace; it is not followed", "url", u)
@@ -178,6 +198,7 @@ func (e *Endpoints) setURLs(ctx context.Context, urls []string) {
 		}
 		logger.Info("following a virtual workspace of the export", "url", u)
 		e.clients[u] = client
+		e.health[u] = health
 		for _, i := range e.informers {
 			i.addShard(u, client)
 		}

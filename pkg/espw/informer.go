@@ -65,6 +65,9 @@ type shard struct {
 	// unserved: the last list or watch failed because the virtual workspace does not serve the
 	// resource (404): the shard holds none of it, and counts as synced.
 	unserved atomic.Bool
+	// regs are the registrations of the Informer's handlers on this shard's informer, by the
+	// handler's index.
+	regs []cache.ResourceEventHandlerRegistration
 }
 
 // addShard starts following url; Endpoints calls it with its lock held.
@@ -97,7 +100,8 @@ func (i *Informer) addShard(url string, client kcpdynamic.ClusterInterface) {
 		}
 	})
 	for _, h := range i.handlers {
-		_, _ = s.informer.AddEventHandler(h)
+		reg, _ := s.informer.AddEventHandler(h)
+		s.regs = append(s.regs, reg)
 	}
 	i.shards[url] = s
 	if i.stop != nil {
@@ -187,19 +191,68 @@ func (i *Informer) Run(stop <-chan struct{}) {
 
 // HasSynced says whether the slice has been read and every shard's informer has synced, or found
 // that its virtual workspace does not serve the resource. A new URL makes it false until its
-// shard has synced.
+// shard has synced. If the Endpoints tolerate unreachable shards, a shard that was never listed
+// counts as synced while requests to it fail in transport: it holds nothing as far as the
+// controllers know, until it answers and is listed.
 func (i *Informer) HasSynced() bool {
+	return i.synced(-1)
+}
+
+// synced is HasSynced, or, for handler >= 0, whether that handler has also been given every
+// object of each shard's first list (a shard's informer syncs its store before its handlers have
+// seen all of it).
+func (i *Informer) synced(handler int) bool {
 	if !i.endpoints.hasSynced() {
 		return false
 	}
-	i.mu.RLock()
-	defer i.mu.RUnlock()
-	for _, s := range i.shards {
-		if !s.informer.HasSynced() && !s.unserved.Load() {
+	for url, listed := range i.listedShards(handler) {
+		if !listed && !(i.endpoints.tolerateUnreachable && i.endpoints.unreachable(url)) {
 			return false
 		}
 	}
 	return true
+}
+
+// Complete says whether the slice has been read and every shard has been listed (or does not
+// serve the resource): what the informer does not hold does not exist. Unlike HasSynced, it is
+// false while an unreachable shard has never been listed. A controller that would delete or
+// replace something because an object is absent must ask this.
+func (i *Informer) Complete() bool {
+	if !i.endpoints.hasSynced() {
+		return false
+	}
+	for _, listed := range i.listedShards(-1) {
+		if !listed {
+			return false
+		}
+	}
+	return true
+}
+
+// listedShards says, for each URL followed, whether its shard's informer has synced (and, for
+// handler >= 0, delivered its first list to that handler) or found the resource not served. It
+// holds the informer's lock only while it reads.
+func (i *Informer) listedShards(handler int) map[string]bool {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	out := make(map[string]bool, len(i.shards))
+	for u, s := range i.shards {
+		synced := s.informer.HasSynced()
+		if handler >= 0 && synced {
+			synced = handler < len(s.regs) && s.regs[handler] != nil && s.regs[handler].HasSynced()
+		}
+		out[u] = synced || s.unserved.Load()
+	}
+	return out
+}
+
+// shardListed says whether the shard on url has been listed (see listedShards); a URL that the
+// informer does not follow counts as listed.
+func (i *Informer) shardListed(url string) bool {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	s, ok := i.shards[url]
+	return !ok || s.informer.HasSynced() || s.unserved.Load()
 }
 
 // AddEventHandler adds the handler to every shard, present and future. Each shard replays its
@@ -209,17 +262,25 @@ func (i *Informer) AddEventHandler(h cache.ResourceEventHandler) (cache.Resource
 	defer i.mu.Unlock()
 	i.handlers = append(i.handlers, h)
 	for _, s := range i.shards {
-		if _, err := s.informer.AddEventHandler(h); err != nil {
+		reg, err := s.informer.AddEventHandler(h)
+		if err != nil {
 			return nil, err
 		}
+		s.regs = append(s.regs, reg)
 	}
-	return registration{i}, nil
+	return registration{i, len(i.handlers) - 1}, nil
 }
 
-// registration is what AddEventHandler returns: its HasSynced is the informer's.
-type registration struct{ i *Informer }
+// registration is what AddEventHandler returns: its HasSynced says that the informer has synced
+// and that the handler has been given every shard's first list, as a cache.SharedIndexInformer's
+// registration does. A controller that builds state from its handlers' events (the scheduler's
+// engine) must wait for it, not for the informer's HasSynced.
+type registration struct {
+	i       *Informer
+	handler int
+}
 
-func (r registration) HasSynced() bool { return r.i.HasSynced() }
+func (r registration) HasSynced() bool { return r.i.synced(r.handler) }
 
 // SetTransform sets the transform of every shard, present and future; call it before Run.
 func (i *Informer) SetTransform(transform cache.TransformFunc) error {
@@ -354,4 +415,13 @@ func (v view) ByIndex(indexName, indexedValue string) ([]any, error) {
 		out = append(out, items...)
 	}
 	return out, nil
+}
+
+// Complete says whether what the informer holds is all there is (see Informer.Complete); for a
+// plain informer, whether it has synced.
+func Complete(inf SharedInformer) bool {
+	if i, ok := inf.(*Informer); ok {
+		return i.Complete()
+	}
+	return inf.HasSynced()
 }

@@ -55,6 +55,14 @@ func (c *Controller) reconcile(ctx context.Context, cluster logicalcluster.Name,
 		return 0, c.writeStatus(ctx, cluster, st, status) // the workspace's events bring it back
 	}
 
+	if outage, down := c.mailboxOutage(ctx, logicalcluster.Name(ws.Spec.Cluster)); down {
+		// Nothing in the mailbox can be read or written: its set-up is not checked, and
+		// SyncerReady says why the heartbeats stop, once the grace period has passed.
+		status.MailboxCluster = ws.Spec.Cluster
+		renewed, _ := c.heartbeat(logicalcluster.Name(ws.Spec.Cluster))
+		recheck := unreachableStatusAt(c.now(), c.cfg.HeartbeatGracePeriod, status, path, outage, renewed)
+		return recheck, c.writeStatus(ctx, cluster, st, status)
+	}
 	if c.contentsStageOf(ws.UID) != contentsReady {
 		if err := c.ensureContents(ctx, path, ws.UID, c.isFresh(name)); errors.Is(err, errNotYet) {
 			setCondition(status, edgev1alpha1.SyncTargetMailboxReady, metav1.ConditionFalse, edgev1alpha1.ReasonMailboxCreating, settingUp)

@@ -1,14 +1,18 @@
 package mailbox
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/kcp-dev/logicalcluster/v3"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/espw"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
@@ -36,6 +40,34 @@ func syncerStatusAt(now time.Time, grace time.Duration, status *edgev1alpha1.Syn
 	return 0
 }
 
+// unreachableRecheck is how often a SyncTarget whose mailbox's shard does not answer is looked at
+// again, to notice the shard's return (a look costs no request) or the grace period's end.
+const unreachableRecheck = 10 * time.Second
+
+// unreachableStatusAt sets SyncerReady for a mailbox whose shard does not answer: as it was while
+// the last heartbeat seen (renewed, nil if none) is within the grace period, then Unknown with
+// reason MailboxUnreachable and a message that names the shard. A condition that says so already
+// is kept as it is, so that the outage's start that it names survives a restart of
+// edge-controller-manager (which sees the shard fail only from its own start). It returns when
+// to look again.
+func unreachableStatusAt(now time.Time, grace time.Duration, status *edgev1alpha1.SyncTargetStatus, mailbox fmt.Stringer, outage espw.ShardOutage, renewed *time.Time) time.Duration {
+	if c := meta.FindStatusCondition(status.Conditions, edgev1alpha1.SyncTargetSyncerReady); c != nil && c.Reason == edgev1alpha1.ReasonMailboxUnreachable {
+		return unreachableRecheck
+	}
+	if renewed != nil && now.Sub(*renewed) <= grace {
+		syncerStatusAt(now, grace, status, renewed)
+		return min(unreachableRecheck, grace-now.Sub(*renewed)+time.Second)
+	}
+	last := "none seen"
+	if renewed != nil {
+		last = renewed.UTC().Format(time.RFC3339)
+	}
+	setCondition(status, edgev1alpha1.SyncTargetSyncerReady, metav1.ConditionUnknown, edgev1alpha1.ReasonMailboxUnreachable,
+		fmt.Sprintf("mailbox %s is on shard %s, unreachable since %s: the syncer's heartbeats cannot be read (the last one seen: %s)",
+			mailbox, outage.Shard, outage.Since.UTC().Format(time.RFC3339), last))
+	return unreachableRecheck
+}
+
 // syncerCompatibility sets SyncerCompatible from what the syncer reports in its SyncerConfig:
 // whether it reads the assemblage format that the center writes. cfg nil: no SyncerConfig yet.
 func syncerCompatibility(status *edgev1alpha1.SyncTargetStatus, cfg *edgev1alpha1.SyncerConfig) {
@@ -61,4 +93,13 @@ func versionText(v string) string {
 		return "unknown"
 	}
 	return v
+}
+
+// mailboxOutage says whether the shard that holds the mailbox with the given logical cluster
+// does not answer (see espw.Endpoints.Outage).
+func (c *Controller) mailboxOutage(ctx context.Context, mailbox logicalcluster.Name) (espw.ShardOutage, bool) {
+	if c.cfg.Mailbox == nil {
+		return espw.ShardOutage{}, false
+	}
+	return c.cfg.Mailbox.Outage(ctx, mailbox)
 }

@@ -1,14 +1,18 @@
 package mailbox
 
 import (
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/kcp-dev/logicalcluster/v3"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/espw"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
@@ -89,5 +93,59 @@ func TestWorkspaceNameRoundTrip(t *testing.T) {
 		if _, _, ok := ParseWorkspaceName(bad); ok {
 			t.Errorf("ParseWorkspaceName(%q) accepted a name no mailbox has", bad)
 		}
+	}
+}
+
+// TestUnreachableStatus: a mailbox whose shard does not answer keeps SyncerReady as its last
+// heartbeat says within the grace period, then turns Unknown with a message naming the shard,
+// which stays the same (no status write) as long as the outage lasts.
+func TestUnreachableStatus(t *testing.T) {
+	now := time.Date(2026, 11, 26, 5, 0, 0, 0, time.UTC)
+	const grace = 20 * time.Second
+	at := func(ago time.Duration) *time.Time { t := now.Add(-ago); return &t }
+	outage := espw.ShardOutage{Shard: "shard-1", URL: "https://127.0.0.1:6444/services/apiexport/x/mailbox.edge.kcp.io",
+		Since: now.Add(-15 * time.Second), Err: "connection refused"}
+	mailbox := logicalcluster.NewPath("root:espw:abc-mb-123")
+
+	status := &edgev1alpha1.SyncTargetStatus{}
+	recheck := unreachableStatusAt(now, grace, status, mailbox, outage, at(5*time.Second))
+	if c := meta.FindStatusCondition(status.Conditions, edgev1alpha1.SyncTargetSyncerReady); c == nil || c.Reason != edgev1alpha1.ReasonHeartbeatCurrent {
+		t.Errorf("within the grace period: SyncerReady = %+v, want HeartbeatCurrent", c)
+	}
+	if recheck != 10*time.Second {
+		t.Errorf("within the grace period: recheck after %s, want 10s", recheck)
+	}
+
+	status = &edgev1alpha1.SyncTargetStatus{}
+	recheck = unreachableStatusAt(now, grace, status, mailbox, outage, at(25*time.Second))
+	c := meta.FindStatusCondition(status.Conditions, edgev1alpha1.SyncTargetSyncerReady)
+	want := "mailbox root:espw:abc-mb-123 is on shard shard-1, unreachable since 2026-11-26T04:59:45Z: the syncer's heartbeats cannot be read (the last one seen: 2026-11-26T04:59:35Z)"
+	if c == nil || c.Status != metav1.ConditionUnknown || c.Reason != edgev1alpha1.ReasonMailboxUnreachable || c.Message != want {
+		t.Fatalf("past the grace period: SyncerReady = %+v, want Unknown/%s %q", c, edgev1alpha1.ReasonMailboxUnreachable, want)
+	}
+	if !edgev1alpha1.SyncerSilent(c.Reason) {
+		t.Error("MailboxUnreachable does not count as silent")
+	}
+	if recheck != unreachableRecheck {
+		t.Errorf("recheck after %s, want %s", recheck, unreachableRecheck)
+	}
+	later := status.DeepCopy()
+	unreachableStatusAt(now.Add(time.Minute), grace, later, mailbox, outage, at(25*time.Second))
+	if !equality.Semantic.DeepEqual(status, later) {
+		t.Errorf("the outage going on changed the status: %+v -> %+v", status, later)
+	}
+	// edge-controller-manager started again sees the shard fail from its own start and no
+	// heartbeat: the condition keeps the outage's start it named.
+	restarted := status.DeepCopy()
+	unreachableStatusAt(now.Add(time.Minute), grace, restarted, mailbox, espw.ShardOutage{Shard: "shard-1", Since: now.Add(time.Minute)}, nil)
+	if !equality.Semantic.DeepEqual(status, restarted) {
+		t.Errorf("a restart's view of the outage changed the status: %+v -> %+v", status, restarted)
+	}
+
+	status = &edgev1alpha1.SyncTargetStatus{}
+	unreachableStatusAt(now, grace, status, mailbox, outage, nil)
+	if c := meta.FindStatusCondition(status.Conditions, edgev1alpha1.SyncTargetSyncerReady); c == nil || c.Reason != edgev1alpha1.ReasonMailboxUnreachable ||
+		!strings.Contains(c.Message, "the last one seen: none seen") {
+		t.Errorf("no heartbeat seen: SyncerReady = %+v", c)
 	}
 }

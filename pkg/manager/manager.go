@@ -210,6 +210,11 @@ func runRound(ctx context.Context, o Options, ready *atomic.Pointer[string]) err
 			if err != nil {
 				return nil, err
 			}
+			if export == edgev1alpha1.MailboxAPIExportName {
+				// A shard down while the manager starts must not keep the controllers from
+				// serving the mailboxes of the other shards.
+				e.TolerateUnreachableShards()
+			}
 			e.Start(ctx)
 			exports[export] = e
 		}

@@ -251,7 +251,8 @@ func syncerSilent(st *unstructured.Unstructured) bool {
 	for _, c := range conds {
 		m, _ := c.(map[string]any)
 		if m["type"] == edgev1alpha1.SyncTargetSyncerReady {
-			return m["reason"] == edgev1alpha1.ReasonHeartbeatStale
+			reason, _ := m["reason"].(string)
+			return edgev1alpha1.SyncerSilent(reason)
 		}
 	}
 	return false

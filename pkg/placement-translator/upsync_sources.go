@@ -113,21 +113,23 @@ func (s *upsyncSources) discover(ctx context.Context, export string) {
 	if export == edgev1alpha1.WorkloadsAPIExportName {
 		endpoints = s.c.cfg.Workloads
 	}
-	// Every shard's virtual workspace of the export serves the same resources: one tells.
+	// Every shard's virtual workspace of the export serves the same resources: one tells, the
+	// first that answers (a shard may be down).
 	var lists []*metav1.APIResourceList
 	var url string
 	_ = wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.2, Steps: 1 << 30, Cap: 30 * time.Second},
 		func(context.Context) (bool, error) {
-			var ok bool
-			if url, ok = endpoints.WaitForURL(ctx, nil); !ok {
+			if _, ok := endpoints.WaitForURL(ctx, nil); !ok {
 				return false, ctx.Err()
 			}
-			var err error
-			lists, err = discoverVirtualWorkspace(endpoints.Config(url))
-			if err != nil {
+			for _, url = range endpoints.URLs() {
+				var err error
+				if lists, err = discoverVirtualWorkspace(endpoints.Config(url)); err == nil {
+					return true, nil
+				}
 				logger.Error(err, "discovering the resources of a virtual workspace; will retry", "url", url)
 			}
-			return err == nil, nil
+			return false, nil
 		})
 	if ctx.Err() != nil {
 		return
@@ -264,7 +266,9 @@ func (s *upsyncSources) watch(gr schema.GroupResource) (informer espw.SharedInfo
 		return nil, true
 	}
 	w, ok := s.watches[gr]
-	if !ok || !w.informer.HasSynced() {
+	if !ok || !espw.Complete(w.informer) {
+		// Complete, not HasSynced: a copy in a workload workspace whose up-synced original
+		// is in a mailbox on a shard not listed yet would be taken for one to delete.
 		return nil, false
 	}
 	return w.informer, true

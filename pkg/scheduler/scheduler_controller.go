@@ -69,6 +69,9 @@ type Controller struct {
 	locations   espw.SharedInformer
 	syncTargets espw.SharedInformer
 	slices      espw.SharedInformer
+	// fed are the registrations of the handlers that feed the engine: the engine knows every
+	// placement, Location and SyncTarget only once they have synced.
+	fed []cache.ResourceEventHandlerRegistration
 
 	// engineMu guards engine, which the informers' handlers feed and the workers read.
 	engineMu sync.Mutex
@@ -121,13 +124,15 @@ func NewController(cfg Config) (*Controller, error) {
 		}},
 	}
 	for _, h := range handlers {
-		if _, err := h.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		reg, err := h.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { c.feed(obj, h.set, nil) },
 			UpdateFunc: func(_, obj any) { c.feed(obj, h.set, nil) },
 			DeleteFunc: func(obj any) { c.feed(obj, nil, h.del) },
-		}); err != nil {
+		})
+		if err != nil {
 			return nil, err
 		}
+		c.fed = append(c.fed, reg)
 	}
 	// A slice edited or deleted by someone else is put back.
 	if _, err := c.slices.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -245,9 +250,22 @@ func (c *Controller) Start(ctx context.Context) error {
 	return nil
 }
 
-// HasSynced says whether the informers have synced, for readiness.
+// HasSynced says whether the informers have synced and the engine has been fed all they listed:
+// the workers start only then, and readiness waits for it. An informer's store syncs before its
+// handlers have seen every object; a placement scheduled before the engine knew every Location
+// and SyncTarget would lose destinations for a moment, and the placement translator would delete
+// their assemblages, and the syncers what those carried (TestShardDown caught this after a
+// restart of edge-controller-manager on a busy machine).
 func (c *Controller) HasSynced() bool {
-	return c.placements.HasSynced() && c.locations.HasSynced() && c.syncTargets.HasSynced() && c.slices.HasSynced()
+	if !c.placements.HasSynced() || !c.locations.HasSynced() || !c.syncTargets.HasSynced() || !c.slices.HasSynced() {
+		return false
+	}
+	for _, reg := range c.fed {
+		if !reg.HasSynced() {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *Controller) processNext(ctx context.Context) bool {

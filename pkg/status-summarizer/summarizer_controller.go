@@ -403,12 +403,12 @@ func (c *Controller) sliceChanged(obj any) {
 }
 
 // syncTargetUpdated reacts to a SyncTarget's update only when what summaries read of it changed:
-// whether its syncer is stale, and its mailbox.
+// whether its syncer is stale and why, and its mailbox.
 func (c *Controller) syncTargetUpdated(old, obj any) {
 	o, u := asUnstructured(old), asUnstructured(obj)
-	wasStale, _ := syncerStaleness(o)
-	isStale, _ := syncerStaleness(u)
-	if wasStale != isStale || mailboxClusterOf(o) != mailboxClusterOf(u) {
+	wasStale, _, wasWhy := syncerStaleness(o)
+	isStale, _, isWhy := syncerStaleness(u)
+	if wasStale != isStale || wasWhy != isWhy || mailboxClusterOf(o) != mailboxClusterOf(u) {
 		c.syncTargetChanged(obj)
 	}
 }
@@ -517,11 +517,11 @@ func (c *Controller) wantsSingletonStatus(pk placementKey) bool {
 	return want
 }
 
-// syncerStaleness says whether a SyncTarget's syncer is stale (silent past the grace period),
-// and since when.
-func syncerStaleness(u *unstructured.Unstructured) (stale bool, since time.Time) {
+// syncerStaleness says whether a SyncTarget's syncer is stale (silent past the grace period, or
+// its mailbox's shard unreachable as long), since when, and why, as a summary says it.
+func syncerStaleness(u *unstructured.Unstructured) (stale bool, since time.Time, why string) {
 	if u == nil {
-		return false, time.Time{}
+		return false, time.Time{}, ""
 	}
 	conditions, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, raw := range conditions {
@@ -529,13 +529,17 @@ func syncerStaleness(u *unstructured.Unstructured) (stale bool, since time.Time)
 		if m["type"] != edgev1alpha1.SyncTargetSyncerReady {
 			continue
 		}
-		if m["reason"] != edgev1alpha1.ReasonHeartbeatStale {
-			return false, time.Time{}
+		reason, _ := m["reason"].(string)
+		if !edgev1alpha1.SyncerSilent(reason) {
+			return false, time.Time{}, ""
 		}
 		t, _ := time.Parse(time.RFC3339, fmt.Sprint(m["lastTransitionTime"]))
-		return true, t
+		if reason == edgev1alpha1.ReasonMailboxUnreachable {
+			why, _ = m["message"].(string)
+		}
+		return true, t, why
 	}
-	return false, time.Time{}
+	return false, time.Time{}, ""
 }
 
 // mailboxClusterOf is the logical cluster of a SyncTarget's mailbox, as its status says ("" if

@@ -34,9 +34,11 @@ type destination struct {
 	// mailbox is the mailbox's logical cluster, as its SyncTarget's status says; empty while
 	// there is none.
 	mailbox logicalcluster.Name
-	// stale says the syncer has been silent past the grace period, since staleSince.
-	stale      bool
-	staleSince time.Time
+	// stale says the syncer has been silent past the grace period, since staleSince;
+	// staleReason, if set, says why (its mailbox's shard does not answer).
+	stale       bool
+	staleSince  time.Time
+	staleReason string
 }
 
 // name is the destination as summaries show it.
@@ -53,7 +55,7 @@ func (c *Controller) destinationsOf(pk placementKey) []destination {
 			if st, exists, _ := c.syncTargets.GetIndexer().GetByKey(kcpcache.ToClusterAwareKey(d.Cluster, "", d.SyncTargetName)); exists {
 				if u := asUnstructured(st); u != nil && u.GetUID() == d.SyncTargetUID {
 					dst.mailbox = mailboxClusterOf(u)
-					dst.stale, dst.staleSince = syncerStaleness(u)
+					dst.stale, dst.staleSince, dst.staleReason = syncerStaleness(u)
 				}
 			}
 			out = append(out, dst)
@@ -141,7 +143,7 @@ func (c *Controller) viewsOf(pk placementKey, dests []destination) []transport.D
 	}
 	views := make([]transport.DestinationView, 0, len(dests))
 	for _, d := range dests {
-		v := transport.DestinationView{Name: d.name(), Stale: d.stale, StaleSince: d.staleSince}
+		v := transport.DestinationView{Name: d.name(), Stale: d.stale, StaleSince: d.staleSince, StaleReason: d.staleReason}
 		if d.mailbox != "" {
 			v.Assemblage = byMailbox[d.mailbox]
 		}

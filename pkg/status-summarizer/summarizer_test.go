@@ -689,3 +689,23 @@ func countVerbs(actions []clienttesting.Action, verb string) int {
 	}
 	return n
 }
+
+// TestSyncerStalenessOfAnUnreachableMailbox: a SyncTarget whose mailbox's shard is unreachable
+// counts as stale, with the condition's message, which names the shard, as the reason.
+func TestSyncerStalenessOfAnUnreachableMailbox(t *testing.T) {
+	const why = "mailbox root:espw:x-mb-1 is on shard shard-1, unreachable since 2026-11-26T04:58:40Z: the syncer's heartbeats cannot be read (the last one seen: 2026-11-26T04:58:30Z)"
+	u := syncTargetObject("south", "mb-south", true)
+	if stale, _, reason := syncerStaleness(u); !stale || reason != "" {
+		t.Errorf("HeartbeatStale: stale %v, reason %q; want stale and the summary's own words", stale, reason)
+	}
+	unreachable := u.DeepCopy()
+	_ = unstructured.SetNestedSlice(unreachable.Object, []any{map[string]any{"type": edgev1alpha1.SyncTargetSyncerReady, "status": "Unknown",
+		"reason": edgev1alpha1.ReasonMailboxUnreachable, "message": why, "lastTransitionTime": "2026-11-26T04:59:00Z"}}, "status", "conditions")
+	stale, since, reason := syncerStaleness(unreachable)
+	if !stale || reason != why || !since.Equal(time.Date(2026, 11, 26, 4, 59, 0, 0, time.UTC)) {
+		t.Errorf("MailboxUnreachable: stale %v since %s, reason %q", stale, since, reason)
+	}
+	if stale, _, _ := syncerStaleness(syncTargetObject("east", "mb-east", false)); stale {
+		t.Error("a current heartbeat counts as stale")
+	}
+}

@@ -200,8 +200,10 @@ type DestinationView struct {
 	// Name is <inventory cluster>:<SyncTarget name>.
 	Name string
 	// Stale says the syncer has been silent past the grace period, since StaleSince.
-	Stale      bool
-	StaleSince time.Time
+	// StaleReason, if set, says why, in place of "the syncer has been silent since ...".
+	Stale       bool
+	StaleSince  time.Time
+	StaleReason string
 	// Assemblage is the placement's assemblage in the destination's mailbox; nil while there is
 	// none (or no mailbox).
 	Assemblage *edgev1alpha1.Assemblage
@@ -246,9 +248,11 @@ func Summarize(dests []DestinationView, brokenSince map[string]metav1.Time, now 
 				perObject[o].Stale++
 			}
 			since := metav1.NewTime(d.StaleSince)
-			broken = append(broken, edgev1alpha1.BrokenEntry{Destination: d.Name,
-				Reason: fmt.Sprintf("the syncer has been silent since %s", d.StaleSince.UTC().Format(time.RFC3339)),
-				Since:  &since})
+			reason := d.StaleReason
+			if reason == "" {
+				reason = fmt.Sprintf("the syncer has been silent since %s", d.StaleSince.UTC().Format(time.RFC3339))
+			}
+			broken = append(broken, edgev1alpha1.BrokenEntry{Destination: d.Name, Reason: reason, Since: &since})
 			continue
 		}
 		if whole, decided := AssemblageState(d.Assemblage); decided {

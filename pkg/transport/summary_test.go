@@ -323,3 +323,21 @@ func BenchmarkPlacementPass(b *testing.B) {
 		Summarize(dests, nil, now)
 	}
 }
+
+// TestSummarizeStaleReason: a stale destination whose view gives a reason (its mailbox's shard
+// is unreachable) is listed with that reason, counted stale as any other.
+func TestSummarizeStaleReason(t *testing.T) {
+	now := metav1.NewTime(time.Date(2026, 11, 26, 5, 0, 0, 0, time.UTC))
+	since := now.Add(-time.Minute)
+	why := "mailbox root:espw:x-mb-1 is on shard shard-1, unreachable since 2026-11-26T04:58:40Z: the syncer's heartbeats cannot be read"
+	s := Summarize([]DestinationView{
+		{Name: "imw:a", Stale: true, StaleSince: since, StaleReason: why, Assemblage: observed(assemblage(cmKey), cmKey+"=Ready")},
+		{Name: "imw:b", Stale: true, StaleSince: since},
+	}, nil, now)
+	if s.Counts.Stale != 2 {
+		t.Errorf("counts %+v, want 2 stale", s.Counts)
+	}
+	if len(s.Broken) != 2 || s.Broken[0].Reason != why || !strings.Contains(s.Broken[1].Reason, "silent since") {
+		t.Errorf("broken %+v, want the shard's reason for imw:a and silence for imw:b", s.Broken)
+	}
+}

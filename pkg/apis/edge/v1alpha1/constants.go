@@ -192,3 +192,14 @@ const (
 	// DefaultESPW is the default path of the edge service provider workspace.
 	DefaultESPW = "root:espw"
 )
+
+// ReasonMailboxUnreachable: SyncerReady is Unknown because the kcp shard that holds the mailbox
+// does not answer edge-controller-manager, past the grace period since the last heartbeat it
+// saw; the message names the shard. The syncer counts as silent, as with ReasonHeartbeatStale.
+const ReasonMailboxUnreachable = "MailboxUnreachable"
+
+// SyncerSilent says whether a SyncTarget's SyncerReady reason means that its syncer counts as
+// silent past the grace period: its destinations are stale.
+func SyncerSilent(reason string) bool {
+	return reason == ReasonHeartbeatStale || reason == ReasonMailboxUnreachable
+}
