@@ -391,6 +391,23 @@ func GetObject(t testing.TB, client dynamic.Interface, gvr schema.GroupVersionRe
 	}
 }
 
+// ObjectUIDs returns the UIDs, by name, of the objects of one resource in the namespace whose
+// names start with prefix, or nil if the list cannot be read (the edge does not answer).
+func ObjectUIDs(t testing.TB, client dynamic.Interface, gvr schema.GroupVersionResource, namespace, prefix string) map[string]string {
+	t.Helper()
+	list, err := client.Resource(gvr).Namespace(namespace).List(Context(t, 10*time.Second), metav1.ListOptions{})
+	if err != nil {
+		return nil
+	}
+	out := map[string]string{}
+	for _, item := range list.Items {
+		if strings.HasPrefix(item.GetName(), prefix) {
+			out[item.GetName()] = string(item.GetUID())
+		}
+	}
+	return out
+}
+
 // busy says whether an error is the server (or the client's deadline) running out of time or
 // capacity, not an answer about the object.
 func busy(err error) bool {

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
@@ -75,17 +74,7 @@ spec:
 // (nil if the edge does not answer).
 func configMapUIDs(t *testing.T, ec dynamic.Interface, namespace string) map[string]string {
 	t.Helper()
-	list, err := ec.Resource(configMaps).Namespace(namespace).List(framework.Context(t, 10*time.Second), metav1.ListOptions{})
-	if err != nil {
-		return nil
-	}
-	out := map[string]string{}
-	for _, item := range list.Items {
-		if strings.HasPrefix(item.GetName(), "cm-") {
-			out[item.GetName()] = string(item.GetUID())
-		}
-	}
-	return out
+	return framework.ObjectUIDs(t, ec, configMaps, namespace, "cm-")
 }
 
 // TestEdgeAPIServerRestartMidway kills the kube-apiserver of a real Kubernetes edge while
