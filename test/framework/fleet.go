@@ -167,3 +167,23 @@ func (f *Fleet) SyncerCredential(t *testing.T, syncTarget string) (*rest.Config,
 	}
 	return cfg, mailbox
 }
+
+// ManyConfigMaps returns a manifest for a workload workspace: the namespace many, count
+// ConfigMaps cm-00, cm-01... in it (data i, their number, and version "1"), and the EdgePlacement
+// many, which places that namespace on the Locations labelled region.
+func ManyConfigMaps(count int, region string) string {
+	var manifest strings.Builder
+	manifest.WriteString("apiVersion: v1\nkind: Namespace\nmetadata: {name: many}\n")
+	for i := 0; i < count; i++ {
+		fmt.Fprintf(&manifest, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-%02d, namespace: many}\ndata: {i: \"%d\", version: \"1\"}\n", i, i)
+	}
+	fmt.Fprintf(&manifest, `---
+apiVersion: edge.kcp.io/v1alpha1
+kind: EdgePlacement
+metadata: {name: many}
+spec:
+  locationSelectors: [{matchLabels: {region: %s}}]
+  downsync: [{namespaces: [many]}]
+`, region)
+	return manifest.String()
+}

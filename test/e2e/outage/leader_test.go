@@ -134,24 +134,11 @@ func TestLeaderKilledMidFanOut(t *testing.T) {
 		watchAssemblages(t, log, name, framework.KCP(t).DynamicClient(t, f.Mailbox(t, name)))
 	}
 
-	var manifest strings.Builder
-	manifest.WriteString("apiVersion: v1\nkind: Namespace\nmetadata: {name: many}\n")
-	for i := 0; i < count; i++ {
-		fmt.Fprintf(&manifest, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-%02d, namespace: many}\ndata: {version: \"1\"}\n", i)
-	}
-	manifest.WriteString(`---
-apiVersion: edge.kcp.io/v1alpha1
-kind: EdgePlacement
-metadata: {name: many}
-spec:
-  locationSelectors: [{matchLabels: {region: east}}]
-  downsync: [{namespaces: [many]}]
-`)
 	// Four destinations are written within milliseconds of each other, so the point is drawn
 	// from the apply on: before the leader has written anything, while it writes the versions
 	// that follow the objects' arrival, or after.
 	delay := time.Duration(framework.Rand(t).IntN(1500)) * time.Millisecond
-	f.Apply(t, f.WMW, manifest.String())
+	f.Apply(t, f.WMW, framework.ManyConfigMaps(count, "east"))
 	time.Sleep(delay)
 	t.Logf("killing the leader %s after the apply, with %d of %d mailboxes written", delay, log.written(), len(names))
 	f.ECM.Crash()

@@ -2,7 +2,6 @@ package syncer
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -19,28 +18,8 @@ func TestSyncerRestartMidway(t *testing.T) {
 	const count = 60
 	f := setUp(t, map[string]string{"edge2": "south"})
 	edge := framework.NewLogicalPCluster(t, "edge2")
-	var manifest strings.Builder
-	manifest.WriteString("apiVersion: v1\nkind: Namespace\nmetadata: {name: many}\n")
-	for i := 0; i < count; i++ {
-		fmt.Fprintf(&manifest, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-%02d, namespace: many}\ndata: {i: \"%d\"}\n", i, i)
-	}
-	manifest.WriteString(`---
-apiVersion: edge.kcp.io/v1alpha1
-kind: EdgePlacement
-metadata: {name: many}
-spec:
-  locationSelectors: [{matchLabels: {region: south}}]
-  downsync: [{namespaces: [many]}]
-`)
-	f.Apply(t, f.WMW, manifest.String())
 	// Everything is in the mailbox before the syncer starts, so that it has all of it to apply.
-	mailbox := framework.KCP(t).DynamicClient(t, f.Mailbox(t, "edge2"))
-	framework.EventuallyAssemblage(t, mailbox, placementAssemblage(t, f, "many"), func(a *edgev1alpha1.Assemblage) string {
-		if a == nil || a.Spec.ObjectCount != count+1 {
-			return fmt.Sprintf("the assemblage does not carry the namespace and the %d ConfigMaps yet: %v", count, a)
-		}
-		return ""
-	})
+	placeMany(t, f, "edge2", count, "south")
 
 	slow := []string{"--edge-qps", "5", "--edge-burst", "1"}
 	syncer := framework.StartSyncer(t, f.ESPW, f.IMW, "edge2", edge, slow...)
@@ -70,6 +49,21 @@ spec:
 	}
 }
 
+// placeMany places the namespace many with count ConfigMaps on the Locations of the region
+// (framework.ManyConfigMaps) and waits until the assemblage in the mailbox of syncTarget carries
+// them all.
+func placeMany(t *testing.T, f *framework.Fleet, syncTarget string, count int, region string) {
+	t.Helper()
+	f.Apply(t, f.WMW, framework.ManyConfigMaps(count, region))
+	mailbox := framework.KCP(t).DynamicClient(t, f.Mailbox(t, syncTarget))
+	framework.EventuallyAssemblage(t, mailbox, placementAssemblage(t, f, "many"), func(a *edgev1alpha1.Assemblage) string {
+		if a == nil || a.Spec.ObjectCount != int32(count)+1 {
+			return fmt.Sprintf("the assemblage does not carry the namespace and the %d ConfigMaps yet: %v", count, a)
+		}
+		return ""
+	})
+}
+
 // configMapUIDs returns the UIDs of the ConfigMaps cm-* in the namespace at the edge, by name
 // (nil if the edge does not answer).
 func configMapUIDs(t *testing.T, ec dynamic.Interface, namespace string) map[string]string {
@@ -85,27 +79,7 @@ func TestEdgeAPIServerRestartMidway(t *testing.T) {
 	const count = 60
 	f := setUp(t, map[string]string{"kube2": "west"})
 	kube := framework.StartKubeCluster(t, "kube2")
-	var manifest strings.Builder
-	manifest.WriteString("apiVersion: v1\nkind: Namespace\nmetadata: {name: many}\n")
-	for i := 0; i < count; i++ {
-		fmt.Fprintf(&manifest, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-%02d, namespace: many}\ndata: {i: \"%d\"}\n", i, i)
-	}
-	manifest.WriteString(`---
-apiVersion: edge.kcp.io/v1alpha1
-kind: EdgePlacement
-metadata: {name: many}
-spec:
-  locationSelectors: [{matchLabels: {region: west}}]
-  downsync: [{namespaces: [many]}]
-`)
-	f.Apply(t, f.WMW, manifest.String())
-	mailbox := framework.KCP(t).DynamicClient(t, f.Mailbox(t, "kube2"))
-	framework.EventuallyAssemblage(t, mailbox, placementAssemblage(t, f, "many"), func(a *edgev1alpha1.Assemblage) string {
-		if a == nil || a.Spec.ObjectCount != count+1 {
-			return fmt.Sprintf("the assemblage does not carry the namespace and the %d ConfigMaps yet: %v", count, a)
-		}
-		return ""
-	})
+	placeMany(t, f, "kube2", count, "west")
 
 	syncer := framework.StartSyncer(t, f.ESPW, f.IMW, "kube2", kube.PCluster(), "--edge-qps", "5", "--edge-burst", "1")
 	ec := kube.DynamicClient(t)
