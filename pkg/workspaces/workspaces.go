@@ -116,8 +116,12 @@ func (e *Ensurer) WorkspaceOfType(ctx context.Context, path logicalcluster.Path,
 		}
 		ws, err = e.KCP.Cluster(parent).TenancyV1alpha1().Workspaces().Create(ctx, want, metav1.CreateOptions{})
 		// A WorkspaceType created a moment ago may not have reached kcp's admission yet, which
-		// then refuses the workspace as of a type it cannot find: wait for it a little.
-		for deadline := time.Now().Add(15 * time.Second); isTypeNotYetKnown(err) && time.Now().Before(deadline); {
+		// then refuses the workspace as of a type it cannot find; and a parent that turned Ready
+		// a moment ago may not be served at its path yet, which answers 404 for its Workspaces
+		// (seen in CI: "the server could not find the requested resource (post
+		// workspaces.tenancy.kcp.io)" a second after the parent was Ready). Wait for either a
+		// little.
+		for deadline := time.Now().Add(30 * time.Second); (isTypeNotYetKnown(err) || apierrors.IsNotFound(err)) && time.Now().Before(deadline); {
 			select {
 			case <-ctx.Done():
 				return nil, ctx.Err()
