@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	kcpclientset "github.com/kcp-dev/sdk/client/clientset/versioned/cluster"
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -376,6 +377,9 @@ func printAs(out io.Writer, format string, v any) error {
 type targetView struct {
 	SyncTarget string `json:"syncTarget"`
 	Mailbox    string `json:"mailbox"`
+	// Shard is the kcp shard that holds the mailbox, on a center of several shards, when the
+	// user may read root's Shards.
+	Shard string `json:"shard,omitempty"`
 	// SyncerReady is the SyncTarget's SyncerReady condition.
 	SyncerReady *metav1.Condition `json:"syncerReady,omitempty"`
 	// SyncerVersion is what the syncer reports in its SyncerConfig ("" until it does).
@@ -448,6 +452,10 @@ func (so *statusOptions) runTarget(ctx context.Context) error {
 		return err
 	}
 	assemblages := client.Resource(assemblagesGVR)
+	shard := ""
+	if kcp, err := kcpclientset.NewForConfig(inv.base); err == nil {
+		shard = workspaces.ShardOf(ctx, kcp, mbPath)
+	}
 	show := func() (string, error) {
 		st, err := readSyncTarget()
 		if err != nil {
@@ -460,7 +468,7 @@ func (so *statusOptions) runTarget(ctx context.Context) error {
 		if err != nil {
 			return "", fmt.Errorf("reading the assemblages of mailbox %s: %w", mbPath, err)
 		}
-		v := targetView{SyncTarget: so.target, Mailbox: mbPath.String(),
+		v := targetView{SyncTarget: so.target, Mailbox: mbPath.String(), Shard: shard,
 			SyncerReady: meta.FindStatusCondition(st.Status.Conditions, edgev1alpha1.SyncTargetSyncerReady)}
 		if cfg, err := client.Resource(syncerConfigsGVR).Get(ctx, edgev1alpha1.SyncerConfigName, metav1.GetOptions{}); err == nil {
 			v.SyncerVersion, _, _ = unstructured.NestedString(cfg.Object, "status", "syncerVersion")
@@ -535,7 +543,11 @@ func (so *statusOptions) printTarget(out io.Writer, inventory string, v *targetV
 	if so.output != "" {
 		return printAs(out, so.output, v)
 	}
-	fmt.Fprintf(out, "SyncTarget %s in %s, mailbox %s\n", v.SyncTarget, inventory, v.Mailbox)
+	fmt.Fprintf(out, "SyncTarget %s in %s, mailbox %s", v.SyncTarget, inventory, v.Mailbox)
+	if v.Shard != "" {
+		fmt.Fprintf(out, " on shard %s", v.Shard)
+	}
+	fmt.Fprintln(out)
 	syncer := "Syncer:"
 	if v.SyncerReady != nil {
 		syncer += fmt.Sprintf(" %s %s (%s)", v.SyncerReady.Type, v.SyncerReady.Status, oneLine(v.SyncerReady.Message, 120))

@@ -2,6 +2,7 @@ package sharded
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/kcp-dev/edge-mc/test/framework"
@@ -15,8 +16,9 @@ const maxSyncTargets = 16
 // TestMailboxesOnBothShards runs the inventory admin's steps through the front-proxy (kubectl
 // edge init, ensure wmw/imw, ensure location) with the mailbox controller running, adding
 // SyncTargets until each shard holds at least one mailbox, and checks that every mailbox is
-// Ready wherever it landed. The ESPW and the inventory and workload workspaces are on one
-// shard (see oneShardFleet); the mailboxes, children of the ESPW, go where kcp puts them.
+// Ready wherever it landed, and that kubectl edge status --target names the shard that holds it.
+// The ESPW and the inventory and workload workspaces are on one shard (see oneShardFleet); the
+// mailboxes, children of the ESPW, go where kcp puts them.
 func TestMailboxesOnBothShards(t *testing.T) {
 	c := framework.ShardedKCP(t)
 	f, _ := oneShardFleet(t)
@@ -40,6 +42,13 @@ func TestMailboxesOnBothShards(t *testing.T) {
 	for _, s := range c.Shards {
 		if len(perShard[s.Name]) == 0 {
 			t.Errorf("no mailbox landed on shard %s (mailboxes per shard: %v)", s.Name, perShard)
+		}
+	}
+	// What an operator sees: kubectl edge status --target names the shard of the mailbox.
+	for shard, names := range perShard {
+		out := framework.KubectlEdge(t, "status", "--target", names[0], "--imw", f.IMW.String()).MustSucceed(t).Stdout
+		if first, _, _ := strings.Cut(out, "\n"); !strings.HasSuffix(first, " on shard "+shard) {
+			t.Errorf("kubectl edge status --target %s: the first line should end with %q: %q", names[0], " on shard "+shard, first)
 		}
 	}
 }
