@@ -178,7 +178,7 @@ test-fuzz: ## Every Go fuzz target under pkg/ and cmd/ for FUZZTIME (3s) each; a
 
 .PHONY: test-e2e
 test-e2e: $(KCP) build ## End-to-end tests against a real kcp started by the test harness.
-	$(GO) test -count=1 -timeout 30m ./test/...
+	$(GO) test -count=1 -timeout 45m ./test/...
 
 .PHONY: test-e2e-race
 test-e2e-race: $(KCP) ## E2E tests of E2E_PACKAGE (./test/e2e/syncer/) with edge-mc's commands built with the race detector; a reported race fails the test.
