@@ -113,6 +113,11 @@ func Install(ctx context.Context, kcp kcpclientset.ClusterInterface, path logica
 	if err := ensureWorkspaceType(ctx, kcp, path, mailboxType(path), res); err != nil {
 		return nil, err
 	}
+	// The mailbox controller makes mailboxes of this type as soon as edge-controller-manager
+	// runs, so init returns only once kcp admits them.
+	if err := workspaces.WaitUntilTypeAdmitted(ctx, kcp, path, tenancyv1alpha1.WorkspaceTypeReference{Name: edgev1alpha1.MailboxWorkspaceType, Path: path.String()}); err != nil {
+		return nil, err
+	}
 	if out != nil {
 		fmt.Fprintf(out, "ESPW %s: %d created, %d updated, %d unchanged\n", path, len(res.Created), len(res.Updated), len(res.Unchanged))
 	}

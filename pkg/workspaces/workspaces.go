@@ -273,3 +273,32 @@ func conditionsSummary(conds conditionsv1alpha1.Conditions) string {
 func isTypeNotYetKnown(err error) bool {
 	return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "workspacetypes.tenancy.kcp.io") && strings.Contains(err.Error(), "not found")
 }
+
+// WaitUntilTypeAdmitted waits until kcp's admission accepts a workspace of the type t in the
+// workspace parent, which it checks with a dry-run create (nothing is stored). A WorkspaceType
+// created a moment ago reaches kcp's admission a little later (seen in CI: a workspace of a type
+// created 0.1 s before was refused with "workspacetypes.tenancy.kcp.io ... not found"), and
+// whoever makes such workspaces next should not have to know that.
+func WaitUntilTypeAdmitted(ctx context.Context, kcp kcpclientset.ClusterInterface, parent logicalcluster.Path, t tenancyv1alpha1.WorkspaceTypeReference) error {
+	probe := &tenancyv1alpha1.Workspace{
+		ObjectMeta: metav1.ObjectMeta{Name: "edge-mc-type-probe"},
+		Spec:       tenancyv1alpha1.WorkspaceSpec{Type: t.DeepCopy()},
+	}
+	var last error
+	err := Poll(ctx, DefaultTimeout, func(ctx context.Context) (bool, error) {
+		_, err := kcp.Cluster(parent).TenancyV1alpha1().Workspaces().Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		switch {
+		case err == nil, apierrors.IsAlreadyExists(err):
+			return true, nil
+		case isTypeNotYetKnown(err):
+			last = err
+			return false, nil
+		default:
+			return false, fmt.Errorf("kcp refuses a workspace of type %s in %s: %w", describeType(&t), parent, err)
+		}
+	}, "kcp to admit workspaces of type %s in %s", describeType(&t), parent)
+	if err != nil && last != nil {
+		return fmt.Errorf("%w (kcp's last answer: %v)", err, last)
+	}
+	return err
+}

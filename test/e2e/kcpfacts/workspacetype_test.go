@@ -1,9 +1,11 @@
 package kcpfacts
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 	"github.com/kcp-dev/edge-mc/pkg/espw"
+	"github.com/kcp-dev/edge-mc/pkg/workspaces"
 	"github.com/kcp-dev/edge-mc/test/framework"
 )
 
@@ -128,4 +131,42 @@ func accepted(answers []apisv1alpha2.AcceptablePermissionClaim, claim apisv1alph
 		}
 	}
 	return false
+}
+
+// TestDryRunWorkspaceCheckedForItsType: kcp's admission checks a workspace's type on a dry-run
+// create too, which is how `kubectl edge init` waits until kcp admits mailboxes of the type it
+// has just made (workspaces.WaitUntilTypeAdmitted): a type kcp knows passes at once, and one it
+// does not know is refused, with kcp's answer in the error, until the wait ends.
+func TestDryRunWorkspaceCheckedForItsType(t *testing.T) {
+	t.Parallel()
+	s := framework.KCP(t)
+	_, espwPath := initESPW(t)
+	ctx := framework.Context(t, 2*time.Minute)
+
+	known := tenancyv1alpha1.WorkspaceTypeReference{Name: edgev1alpha1.MailboxWorkspaceType, Path: espwPath.String()}
+	start := time.Now()
+	if err := workspaces.WaitUntilTypeAdmitted(ctx, s.KCP, espwPath, known); err != nil {
+		t.Fatalf("after kubectl edge init, kcp does not admit a workspace of the type %s in the ESPW %s: %v", known.Name, espwPath, err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the ESPW %s's mailbox type was admitted %s after kubectl edge init returned; init should have waited for it", espwPath, d.Round(100*time.Millisecond))
+	}
+	list, err := s.KCP.Cluster(espwPath).TenancyV1alpha1().Workspaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ws := range list.Items {
+		t.Errorf("the dry-run probe left the workspace %s in %s", ws.Name, espwPath)
+	}
+
+	short, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	unknown := tenancyv1alpha1.WorkspaceTypeReference{Name: "no-such-type", Path: espwPath.String()}
+	err = workspaces.WaitUntilTypeAdmitted(short, s.KCP, espwPath, unknown)
+	if err == nil {
+		t.Fatalf("kcp admitted a dry-run workspace of the type %s, which does not exist", unknown.Name)
+	}
+	if !strings.Contains(err.Error(), "no-such-type") || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("waiting for the unknown type %s ended with %q, want kcp's answer that it was not found", unknown.Name, err)
+	}
 }
