@@ -234,13 +234,17 @@ DEMO_TOOLS := $(KCP) $(KUBECTL_WS)
 ifeq ($(DEMO_KUBE),1)
 DEMO_TOOLS += $(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER) $(KWOK)
 endif
+# SHARDS=2 (or more): a sharded center, which needs kcp's front-proxy and cache server too.
+ifneq ($(filter-out 0 1,$(or $(SHARDS),1)),)
+DEMO_TOOLS += $(KCP_FRONT_PROXY) $(CACHE_SERVER)
+endif
 
 .PHONY: demo-tools
-demo-tools: $(DEMO_TOOLS) ## Build only the pinned tools make demo uses: kcp and kubectl-ws (DEMO_KUBE=1: and kube-apiserver, kube-controller-manager, kube-scheduler, kwok).
+demo-tools: $(DEMO_TOOLS) ## Build only the pinned tools make demo uses: kcp and kubectl-ws (DEMO_KUBE=1: and kube-apiserver, kube-controller-manager, kube-scheduler, kwok; SHARDS=2: and kcp-front-proxy, cache-server).
 	@echo ">> the demo's tools are current in bin/"
 
 .PHONY: demo
-demo: demo-tools build ## The whole system on this machine, an example workload and its status; stays up (docs/quickstart.md). DEMO_KUBE=1: real Kubernetes edges. Builds only what it runs.
+demo: demo-tools build ## The whole system on this machine, an example workload and its status; stays up (docs/quickstart.md). DEMO_KUBE=1: real Kubernetes edges. SHARDS=2: a sharded center. Builds only what it runs.
 	hack/demo.sh up
 
 .PHONY: demo-down

@@ -13,6 +13,9 @@
 # controllers, so nothing there ever runs pods. With DEMO_KUBE=1 they are real Kubernetes
 # clusters (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, and a kwok node that
 # reports pods Running and Ready without running containers), run by hack/kube-cluster.
+# With SHARDS=2 (or more) the center is a sharded kcp (a cache server, a root shard, further
+# shards and a front-proxy, which everything reaches it through), run by hack/sharded-center;
+# the fleet status then shows which shard holds each edge cluster's mailbox.
 # Every port is a free one below the kernel's ephemeral range, so nothing collides with tests or
 # with a kcp of your own. Run twice, "up" says the demo is already up.
 #
@@ -240,7 +243,7 @@ free_ports() {
   return 1
 }
 
-url_of() { echo "https://127.0.0.1:$CENTER_PORT/clusters/$1"; }
+url_of() { echo "$CENTER_URL/clusters/$1"; }
 
 # ---- the steps of "up" ------------------------------------------------------------------------
 
@@ -249,6 +252,11 @@ preflight() {
   for b in kcp kubectl-ws kubectl-edge edge-controller-manager edge-syncer; do
     [ -x "$BIN/$b" ] || missing+=("bin/$b")
   done
+  if [ "$SHARDS" -gt 1 ]; then
+    for b in kcp-front-proxy cache-server; do
+      [ -x "$BIN/$b" ] || missing+=("bin/$b")
+    done
+  fi
   if [ "$MODE" = kube ]; then
     for b in kube-apiserver kube-controller-manager kube-scheduler kwok; do
       [ -x "$BIN/$b" ] || missing+=("bin/$b")
@@ -258,6 +266,7 @@ preflight() {
   if [ ${#missing[@]} -gt 0 ]; then
     local kube=""
     [ "$MODE" = kube ] && kube="DEMO_KUBE=1 "
+    [ "$SHARDS" -gt 1 ] && kube="${kube}SHARDS=$SHARDS "
     fail "missing ${missing[*]}: run '${kube}make demo-tools build' (make demo does)"
   fi
   command -v kubectl >/dev/null || fail "kubectl is not on the PATH"
@@ -310,6 +319,7 @@ prepare_state() {
   STARTED=$(date '+%F %T')
   cat >"$DEMO/env" <<EOF
 MODE=$MODE
+SHARDS=$SHARDS
 STARTED='$STARTED'
 CENTER_PORT=$CENTER_PORT
 EDGE_KCP_PORT=$EDGE_KCP_PORT
@@ -327,13 +337,25 @@ load_env() {
   else
     MODE_TEXT="workspaces of a second kcp, API only"
   fi
+  CENTER_URL=${CENTER_URL:-https://127.0.0.1:$CENTER_PORT}
+  CENTER_TEXT="kcp (the center)"
+  if [ "${SHARDS:-1}" -gt 1 ]; then
+    CENTER_TEXT="a kcp of $SHARDS shards behind a front-proxy (the center, SHARDS=$SHARDS)"
+  fi
 }
 
 start_servers() {
-  step "Start kcp (the center) and the three edge clusters ($MODE_TEXT)"
-  start_detached kcp kcp start --root-directory "$DEMO/kcp" --bind-address 127.0.0.1 \
-    --secure-port "$CENTER_PORT" --embedded-etcd-client-port $((CENTER_PORT + 1)) \
-    --embedded-etcd-peer-port $((CENTER_PORT + 2))
+  step "Start $CENTER_TEXT and the three edge clusters ($MODE_TEXT)"
+  if [ "$SHARDS" -gt 1 ]; then
+    # hack/sharded-center writes the center's admin kubeconfig, through its front-proxy, once the
+    # center is usable.
+    start_detached kcp "$BIN/sharded-center" --shards "$SHARDS" --dir "$DEMO/kcp" \
+      --kubeconfig-out "$CENTER_KUBECONFIG"
+  else
+    start_detached kcp kcp start --root-directory "$DEMO/kcp" --bind-address 127.0.0.1 \
+      --secure-port "$CENTER_PORT" --embedded-etcd-client-port $((CENTER_PORT + 1)) \
+      --embedded-etcd-peer-port $((CENTER_PORT + 2))
+  fi
   if [ "$MODE" = kube ]; then
     local edge
     for edge in "${EDGES[@]}"; do
@@ -345,7 +367,14 @@ start_servers() {
       --secure-port "$EDGE_KCP_PORT" --embedded-etcd-client-port $((EDGE_KCP_PORT + 1)) \
       --embedded-etcd-peer-port $((EDGE_KCP_PORT + 2))
   fi
-  wait_for "kcp to serve on 127.0.0.1:$CENTER_PORT" "$START_TIMEOUT" kcp kcp_ready "$CENTER_KUBECONFIG"
+  if [ "$SHARDS" -gt 1 ]; then
+    wait_for "the sharded center to serve (its kubeconfig written)" "$START_TIMEOUT" kcp file_exists "$CENTER_KUBECONFIG"
+    # Everything reaches the center through the front-proxy, at the address its kubeconfig names.
+    CENTER_URL=$(kubectl --kubeconfig "$CENTER_KUBECONFIG" config view --minify -o jsonpath='{.clusters[0].cluster.server}')
+    CENTER_URL=${CENTER_URL%/clusters/*}
+    echo "CENTER_URL=$CENTER_URL" >>"$DEMO/env"
+  fi
+  wait_for "kcp to serve at $CENTER_URL" "$START_TIMEOUT" kcp kcp_ready "$CENTER_KUBECONFIG"
   run cp "$CENTER_KUBECONFIG" "$USER_KUBECONFIG"
   export KUBECONFIG=$USER_KUBECONFIG
 }
@@ -484,13 +513,18 @@ show_fleet_status() {
   local destinations edge asm at_edge
   destinations=" $(kubectl --server "$(url_of "$WMW")" get singleplacementslices -l "edge.kcp.io/placement=$PLACEMENT" \
     -o jsonpath='{range .items[*].destinations[*]}{.syncTargetName}{" "}{end}') "
-  printf '\n    %-8s %-7s %-12s %-34s %s\n' "EDGE" "REGION" "DESTINATION" "ASSEMBLAGE (in the mailbox)" "AT THE EDGE (namespace $NAMESPACE)"
+  local shard_head="" shard=""
+  [ "${SHARDS:-1}" -gt 1 ] && shard_head="MAILBOX ON"
+  printf '\n    %-8s %-7s %-12s %-11s%-34s %s\n' "EDGE" "REGION" "DESTINATION" "$shard_head" "ASSEMBLAGE (in the mailbox)" "AT THE EDGE (namespace $NAMESPACE)"
   for edge in "${EDGES[@]}"; do
     asm=$(assemblage_summary "$edge")
     at_edge=$(edge_contents "$edge")
     local is_dest=no
     [[ $destinations == *" $edge "* ]] && is_dest=yes
-    printf '    %-8s %-7s %-12s %-34s %s\n' "$edge" "${REGION[$edge]}" "$is_dest" "$asm" "$at_edge"
+    # kubectl edge status --target names the shard of the mailbox on a sharded center.
+    [ "${SHARDS:-1}" -gt 1 ] && shard=$(kubectl edge status --target "$edge" --imw "$IMW" -o yaml 2>/dev/null | sed -n 's/^shard: //p')
+    [ "${SHARDS:-1}" -gt 1 ] && shard=${shard:-?}
+    printf '    %-8s %-7s %-12s %-11s%-34s %s\n' "$edge" "${REGION[$edge]}" "$is_dest" "$shard" "$asm" "$at_edge"
   done
   if [ "$MODE" != kube ]; then
     info ""
@@ -571,8 +605,14 @@ up() {
   REQUESTED_MODE=logical
   [ "${DEMO_KUBE:-}" = 1 ] && REQUESTED_MODE=kube
   MODE=$REQUESTED_MODE
+  SHARDS=${SHARDS:-1}
+  [[ $SHARDS =~ ^[0-9]+$ ]] && [ "$SHARDS" -ge 1 ] || fail "SHARDS=$SHARDS: give the number of kcp shards of the center, 1 (the default) or more"
   preflight
   guard_running
+  if [ "$SHARDS" -gt 1 ]; then
+    info ">> building hack/sharded-center into bin/ (it runs the sharded center)"
+    (cd "$ROOT" && go build -o "$BIN/sharded-center" ./hack/sharded-center) || fail "building hack/sharded-center failed"
+  fi
   if [ "$MODE" = kube ]; then
     info ">> building hack/kube-cluster into bin/ (it runs the Kubernetes edge clusters)"
     (cd "$ROOT" && go build -o "$BIN/kube-cluster" ./hack/kube-cluster) || fail "building hack/kube-cluster failed"

@@ -81,6 +81,7 @@ type kcpOptions struct {
 	users  []User
 	args   []string
 	binary string
+	dir    string
 }
 
 // User is an identity that kcp authenticates by a static bearer token (kcp's --token-auth-file),
@@ -101,6 +102,13 @@ func WithUsers(users ...User) KCPOption {
 // --disable-admission-plugins=... for a benchmark of a differently configured kcp.
 func WithArgs(args ...string) KCPOption {
 	return func(o *kcpOptions) { o.args = append(o.args, args...) }
+}
+
+// InDir makes StartShardedKCP keep the center's data, credentials and logs in dir (made if
+// missing) instead of a temporary directory, and leave them there when it stops: for programs
+// that keep a center running for people, such as the demo's hack/sharded-center.
+func InDir(dir string) KCPOption {
+	return func(o *kcpOptions) { o.dir = dir }
 }
 
 // WithBinary starts the kcp at path instead of bin/kcp, for a benchmark that compares kcp

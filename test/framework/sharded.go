@@ -48,6 +48,7 @@ type ShardedCenter struct {
 	proxy    *Command
 	pki      centerPKI
 	clientCA *certAuthority
+	keep     bool // leave dir when stopped (InDir)
 }
 
 // Shard is one kcp shard of a ShardedCenter.
@@ -135,11 +136,18 @@ func StartShardedKCP(shards int, opts ...KCPOption) (*ShardedCenter, error) {
 		}
 		bins[name] = path
 	}
-	dir, err := os.MkdirTemp("", "edge-mc-sharded-")
-	if err != nil {
-		return nil, err
+	dir, keep := o.dir, o.dir != ""
+	if keep {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+	} else {
+		var err error
+		if dir, err = os.MkdirTemp("", "edge-mc-sharded-"); err != nil {
+			return nil, err
+		}
 	}
-	c := &ShardedCenter{dir: dir}
+	c := &ShardedCenter{dir: dir, keep: keep}
 	if err := c.makePKI(); err != nil {
 		return c, err
 	}
@@ -371,7 +379,7 @@ func (c *ShardedCenter) Stop() {
 	if c.cache != nil {
 		c.cache.Stop()
 	}
-	if os.Getenv("EDGE_E2E_KEEP") != "" {
+	if c.keep || os.Getenv("EDGE_E2E_KEEP") != "" {
 		fmt.Fprintf(os.Stderr, "framework: kept the sharded kcp's directory %s\n", c.dir)
 		return
 	}
