@@ -9,6 +9,7 @@ import (
 	kcpkubernetesclientset "github.com/kcp-dev/client-go/kubernetes"
 	"github.com/kcp-dev/logicalcluster/v3"
 	apisv1alpha2 "github.com/kcp-dev/sdk/apis/apis/v1alpha2"
+	"github.com/kcp-dev/sdk/apis/core"
 	kcpclientset "github.com/kcp-dev/sdk/client/clientset/versioned/cluster"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -68,6 +69,20 @@ func ControllerESPWRules() []rbacv1.PolicyRule {
 	}
 }
 
+// ShardReaderRole names the ClusterRole in root that lets edge-controller-manager read the
+// Shards, and, followed by ":<user>", its ClusterRoleBinding to the controllers' user.
+const ShardReaderRole = "edge-mc:shard-reader"
+
+// ControllerRootRules are the rights of edge-controller-manager in root: reading the Shards, so
+// that a condition can name the shard of a mailbox that cannot be reached. Nothing else: kcp
+// makes the creator of each mailbox its admin, and a mailbox is made in the ESPW.
+func ControllerRootRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{NonResourceURLs: []string{"/"}, Verbs: []string{"access"}},
+		{APIGroups: []string{"core.kcp.io"}, Resources: []string{"shards"}, Verbs: []string{"get", "list", "watch"}},
+	}
+}
+
 // ControllerWMWRules are the rights of edge-controller-manager in a workload workspace, given
 // by 'kubectl edge ensure wmw'. Everything of kcp's built-in kinds and of the workloads export
 // the controllers reach through the virtual workspace of edge.kcp.io, as its permission claims
@@ -95,6 +110,16 @@ func EnsureControllerRights(ctx context.Context, kcp kcpclientset.ClusterInterfa
 		return err
 	}
 	if err := EnsureClusterRoleBinding(ctx, kube, path, ControllerRole, ControllerRole,
+		rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}, res); err != nil {
+		return err
+	}
+	// In root, reading the Shards alone: on a sharded center the mailbox controller names the
+	// shard of an unreachable mailbox by its Shard's name (a URL's host otherwise).
+	root := core.RootCluster.Path()
+	if err := EnsureClusterRole(ctx, kube, root, ShardReaderRole, ControllerRootRules(), res); err != nil {
+		return err
+	}
+	if err := EnsureClusterRoleBinding(ctx, kube, root, ShardReaderRole+":"+user, ShardReaderRole,
 		rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}, res); err != nil {
 		return err
 	}

@@ -52,6 +52,7 @@ func TestControllerIdentityHasOnlyItsRights(t *testing.T) {
 			Path: "/clusters/*/apis/edge.kcp.io/v1alpha1/synctargets"},
 		get("list Secrets in edge1's mailbox", mailbox, "/api/v1/secrets"),
 		get("list ConfigMaps in the workload workspace (objects of custom kinds are read so)", f.WMW, "/api/v1/configmaps"),
+		get("list the Shards in root (to name an unreachable mailbox's shard)", root, "/apis/core.kcp.io/v1alpha1/shards"),
 	)
 	expectRefused(t, who, ecm,
 		get("list Secrets in root", root, "/api/v1/secrets"),
