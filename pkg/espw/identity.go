@@ -54,6 +54,10 @@ const (
 //   - Workspaces: the mailboxes, children of the ESPW, which the mailbox controller creates and
 //     deletes, of the mailbox WorkspaceType (use), whose default APIBinding of
 //     mailbox.edge.kcp.io kcp makes in the creator's name (bind);
+//   - binding workloads.edge.kcp.io, which the placement translator does in a mailbox whose
+//     placements up-sync kinds of that export (Services, Deployments...), so that the syncer can
+//     put them there (without it, up-sync of those kinds waits forever, seen in
+//     test/e2e/syncer TestUpsyncReturn);
 //   - Leases: the leader election among replicas.
 func ControllerESPWRules() []rbacv1.PolicyRule {
 	exports := []string{edgev1alpha1.EdgeAPIExportName, edgev1alpha1.MailboxAPIExportName, edgev1alpha1.WorkloadsAPIExportName}
@@ -61,7 +65,7 @@ func ControllerESPWRules() []rbacv1.PolicyRule {
 		{NonResourceURLs: []string{"/"}, Verbs: []string{"access"}},
 		{APIGroups: []string{"apis.kcp.io"}, Resources: []string{"apiexports"}, ResourceNames: exports, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"apis.kcp.io"}, Resources: []string{"apiexports/content"}, ResourceNames: exports, Verbs: []string{"*"}},
-		{APIGroups: []string{"apis.kcp.io"}, Resources: []string{"apiexports"}, ResourceNames: []string{edgev1alpha1.MailboxAPIExportName}, Verbs: []string{"bind"}},
+		{APIGroups: []string{"apis.kcp.io"}, Resources: []string{"apiexports"}, ResourceNames: []string{edgev1alpha1.MailboxAPIExportName, edgev1alpha1.WorkloadsAPIExportName}, Verbs: []string{"bind"}},
 		{APIGroups: []string{"apis.kcp.io"}, Resources: []string{"apiexportendpointslices"}, ResourceNames: exports, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"tenancy.kcp.io"}, Resources: []string{"workspaces"}, Verbs: []string{"get", "list", "watch", "create", "delete"}},
 		{APIGroups: []string{"tenancy.kcp.io"}, Resources: []string{"workspacetypes"}, ResourceNames: []string{edgev1alpha1.MailboxWorkspaceType}, Verbs: []string{"get", "use"}},
