@@ -1,6 +1,6 @@
 // Command edge-controller-manager runs edge-mc's center controllers against kcp:
 //
-//	edge-controller-manager --kubeconfig <kcp admin kubeconfig> [--espw root:espw] [--controllers mailbox,...]
+//	edge-controller-manager --kubeconfig <kubeconfig from kubectl edge init --controller-kubeconfig> [--espw root:espw] [--controllers mailbox,...]
 //
 // See `edge-controller-manager --help` and docs/operations.md.
 package main
@@ -31,7 +31,7 @@ import (
 
 func main() {
 	fs := pflag.NewFlagSet("edge-controller-manager", pflag.ContinueOnError)
-	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of kcp with admin rights")
+	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of kcp: the one 'kubectl edge init --controller-kubeconfig' writes, with the identity made for edge-controller-manager (a kcp admin's works too)")
 	kubeContext := fs.String("context", "", "context of the kubeconfig to use (default: its current context)")
 	espw := fs.String("espw", edgev1alpha1.DefaultESPW, "path of the edge service provider workspace")
 	controllers := fs.StringSlice("controllers", manager.AvailableControllers(), "controllers to run: mailbox, scheduler, placement-translator, status-summarizer")
@@ -77,7 +77,7 @@ func main() {
 		os.Exit(2)
 	}
 	if *kubeconfig == "" {
-		fmt.Fprintln(os.Stderr, "error: --kubeconfig (or KUBECONFIG) must name kcp's admin kubeconfig")
+		fmt.Fprintln(os.Stderr, "error: --kubeconfig (or KUBECONFIG) must name a kubeconfig of kcp: write one with 'kubectl edge init --controller-kubeconfig <file>'")
 		os.Exit(2)
 	}
 	loadConfig := func() (*rest.Config, error) {

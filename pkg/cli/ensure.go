@@ -1,7 +1,14 @@
 package cli
 
 import (
+	"context"
 	"fmt"
+
+	kcpkubernetesclientset "github.com/kcp-dev/client-go/kubernetes"
+	"github.com/kcp-dev/logicalcluster/v3"
+	kcpclientset "github.com/kcp-dev/sdk/client/clientset/versioned/cluster"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/client-go/rest"
 
 	apisv1alpha2 "github.com/kcp-dev/sdk/apis/apis/v1alpha2"
 	"github.com/spf13/cobra"
@@ -22,7 +29,7 @@ func newEnsureCommand(o *Options) *cobra.Command {
 			"binds edge.kcp.io, so that it can hold Locations and SyncTargets",
 			edgev1alpha1.EdgeAPIExportName),
 		newEnsureWorkspaceCommand(o, "wmw", "workload management workspace",
-			"binds edge.kcp.io and workloads.edge.kcp.io, so that it can hold EdgePlacements, Customizers\nand workload objects such as Deployments and Services, accepting the permission claims of\nedge.kcp.io, which let edge-mc's controllers read the workload objects and write back what\ncomes from the edge",
+			"binds edge.kcp.io and workloads.edge.kcp.io, so that it can hold EdgePlacements, Customizers\nand workload objects such as Deployments and Services, accepting the permission claims of\nedge.kcp.io, which let edge-mc's controllers read the workload objects and write back what\ncomes from the edge; and it lets edge-controller-manager's identity read and update (never\ncreate or delete) the objects of custom kinds, which no claim can cover\n(ClusterRole and ClusterRoleBinding "+espw.ControllerRole+")",
 			edgev1alpha1.WorkloadsAPIExportName, edgev1alpha1.EdgeAPIExportName),
 		newEnsureLocationCommand(o),
 	)
@@ -51,7 +58,7 @@ from the edge service provider workspace (--espw). Run "kubectl edge init" first
 			if err != nil {
 				return err
 			}
-			kcp, _, err := o.kcpClient()
+			kcp, base, err := o.kcpClient()
 			if err != nil {
 				return err
 			}
@@ -81,8 +88,38 @@ from the edge service provider workspace (--espw). Run "kubectl edge init" first
 					return err
 				}
 			}
+			if verb == "wmw" {
+				if err := grantController(ctx, kcp, base, espwPath, path); err != nil {
+					return err
+				}
+			}
 			fmt.Fprintf(o.Out, "%s %s is ready\n", what, path)
 			return nil
 		},
 	}
+}
+
+// grantController gives edge-controller-manager's identity, the kcp user that 'kubectl edge init'
+// recorded on the APIExport edge.kcp.io (which whoever may bind it may read), its rights in the
+// workload workspace at path (espw.ControllerWMWRules): the objects of custom kinds are reachable
+// through no virtual workspace.
+func grantController(ctx context.Context, kcp kcpclientset.ClusterInterface, base *rest.Config, espwPath, path logicalcluster.Path) error {
+	export, err := kcp.Cluster(espwPath).ApisV1alpha2().APIExports().Get(ctx, edgev1alpha1.EdgeAPIExportName, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading APIExport %s in %s: %w", edgev1alpha1.EdgeAPIExportName, espwPath, err)
+	}
+	kube, err := kcpkubernetesclientset.NewForConfig(base)
+	if err != nil {
+		return err
+	}
+	res := &espw.Result{}
+	if err := espw.EnsureClusterRole(ctx, kube, path, espw.ControllerRole, espw.ControllerWMWRules(), res); err != nil {
+		return fmt.Errorf("granting edge-controller-manager its rights in %s: %w", path, err)
+	}
+	user := espw.ControllerUserOf(export)
+	if err := espw.EnsureClusterRoleBinding(ctx, kube, path, espw.ControllerRole, espw.ControllerRole,
+		rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}, res); err != nil {
+		return fmt.Errorf("granting edge-controller-manager its rights in %s: %w", path, err)
+	}
+	return nil
 }

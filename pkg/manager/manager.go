@@ -1,5 +1,6 @@
 // Package manager runs edge-mc's center controllers in one process: edge-controller-manager. It
-// connects to kcp with an admin kubeconfig, waits (with backoff, saying why) until the ESPW serves
+// connects to kcp with the identity that 'kubectl edge init' makes for it (or a kcp admin's),
+// waits (with backoff, saying why) until the ESPW serves
 // edge-mc's APIExports, elects a leader among its replicas with a Lease in the ESPW, runs the
 // selected controllers, and serves /healthz, /readyz and Prometheus /metrics.
 package manager
@@ -60,8 +61,8 @@ func AvailableControllers() []string {
 
 // Options configure the manager.
 type Options struct {
-	// LoadConfig loads a config that reaches kcp with admin rights (any workspace path in it is
-	// ignored). It is called again at the start of every round.
+	// LoadConfig loads a config that reaches kcp as the controllers' identity (any workspace path
+	// in it is ignored). It is called again at the start of every round.
 	LoadConfig func() (*rest.Config, error)
 	// KubeconfigPath, if set, is watched: when the file changes, the manager starts over with it.
 	KubeconfigPath string

@@ -43,6 +43,7 @@ import (
 	kcpdynamic "github.com/kcp-dev/client-go/dynamic"
 	"github.com/kcp-dev/logicalcluster/v3"
 	kcpclientset "github.com/kcp-dev/sdk/client/clientset/versioned/cluster"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -326,6 +327,11 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		requeue, err = c.writePlacementStatus(klog.NewContext(ctx, logger), key.placement)
 	}
 	switch {
+	case err != nil && apierrors.IsForbidden(err):
+		// A right the controllers' identity lacks is no passing trouble: say so where an
+		// operator looks, not only at -v=2. kubectl edge init grants what this version needs.
+		logger.Error(err, "edge-controller-manager's identity lacks a right; run this version's kubectl edge init (and kubectl edge ensure wmw) again to grant it; will retry", "key", key)
+		c.queue.AddRateLimited(key)
 	case err != nil:
 		logger.V(2).Info("will retry", "key", key, "err", err.Error())
 		c.queue.AddRateLimited(key)

@@ -203,6 +203,7 @@ func startServer(opts ...KCPOption) (*Server, error) {
 		"--embedded-etcd-peer-port", strconv.Itoa(ports[2]),
 		"--profiler-address", s.ProfilerAddress,
 	}
+	o.users = append(o.users, controllerUser)
 	if len(o.users) > 0 {
 		file, tokens, err := writeTokenFile(dir, o.users)
 		if err != nil {

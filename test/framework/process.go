@@ -9,12 +9,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	kcpkubernetesclientset "github.com/kcp-dev/client-go/kubernetes"
 	"github.com/kcp-dev/logicalcluster/v3"
+
+	"github.com/kcp-dev/edge-mc/pkg/espw"
+	"github.com/kcp-dev/edge-mc/pkg/workspaces"
 )
 
 // Command is a program run as a separate process in its own process group, its output appended
@@ -178,8 +184,10 @@ type ControllerManager struct {
 	HTTPAddress string
 }
 
-// StartControllerManager runs edge-controller-manager for the ESPW with the admin kubeconfig and
-// extra args, and waits until it is ready (its controllers' caches synced).
+// StartControllerManager runs edge-controller-manager for the ESPW with its own identity, the
+// ServiceAccount that 'kubectl edge init' makes in the ESPW (see ControllerKubeconfig), and extra
+// args, and waits until it is ready (its controllers' caches synced). A --kubeconfig in extra
+// replaces the identity's.
 func StartControllerManager(t testing.TB, espw logicalcluster.Path, extra ...string) *ControllerManager {
 	t.Helper()
 	cm := StartControllerManagerNoWait(t, espw, extra...)
@@ -195,8 +203,62 @@ func StartControllerManagerNoWait(t testing.TB, espw logicalcluster.Path, extra 
 		t.Fatal(err)
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(ports[0])
-	args := append([]string{"--kubeconfig", KCP(t).KubeconfigPath, "--espw", espw.String(), "--http-address", addr, "-v=2"}, extra...)
+	var args []string
+	if !slices.ContainsFunc(extra, func(a string) bool { return a == "--kubeconfig" || strings.HasPrefix(a, "--kubeconfig=") }) {
+		args = []string{"--kubeconfig", ControllerKubeconfig(t, espw)}
+	}
+	args = append(append(args, "--espw", espw.String(), "--http-address", addr, "-v=2"), extra...)
 	return &ControllerManager{Process: StartProcess(t, "edge-controller-manager", args...), HTTPAddress: addr}
+}
+
+// controllerUser is the kcp user that edge-controller-manager runs as in the tests: every kcp the
+// harness starts (RunWithKCP, RunWithShardedKCP) authenticates it by a static bearer token, as
+// an operator's identity provider would.
+var controllerUser = User{Name: espw.DefaultControllerUser}
+
+// ControllerKubeconfig makes sure the ESPW grants edge-controller-manager's user its rights, as
+// 'kubectl edge init' does, and returns the path of a kubeconfig with the user's token (what
+// 'kubectl edge init --controller-token-file ... --controller-kubeconfig ...' writes). The ESPW
+// must exist. Against a kcp that the harness did not start (EDGE_E2E_KUBECONFIG), which knows no
+// token of the user, it returns the admin kubeconfig.
+func ControllerKubeconfig(t testing.TB, espwPath logicalcluster.Path) string {
+	t.Helper()
+	s := KCP(t)
+	token, ok := s.tokens[controllerUser.Name]
+	if !ok {
+		t.Logf("kcp knows no token of %s (EDGE_E2E_KUBECONFIG): edge-controller-manager runs with the admin kubeconfig", controllerUser.Name)
+		return s.KubeconfigPath
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	base, _ := workspaces.Split(s.Base)
+	kube, err := kcpkubernetesclientset.NewForConfig(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := espw.EnsureControllerRights(ctx, s.KCP, kube, espwPath, controllerUser.Name, &espw.Result{}); err != nil {
+		t.Fatalf("granting edge-controller-manager's user its rights in %s: %v", espwPath, err)
+	}
+	file := filepath.Join(t.TempDir(), "edge-controller-manager.kubeconfig")
+	if err := espw.WriteControllerKubeconfig(file, base, espwPath, controllerUser.Name, []byte(token)); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// ControllerToken returns the bearer token of edge-controller-manager's user, written to a file,
+// for kubectl edge init --controller-token-file.
+func ControllerToken(t testing.TB) string {
+	t.Helper()
+	token, ok := KCP(t).tokens[controllerUser.Name]
+	if !ok {
+		t.Fatalf("kcp knows no token of %s: the harness did not start it", controllerUser.Name)
+	}
+	file := filepath.Join(t.TempDir(), "ecm.token")
+	if err := os.WriteFile(file, []byte(token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
 }
 
 // RestartReady starts edge-controller-manager again with the same arguments, after Stop, Kill

@@ -125,6 +125,7 @@ func StartShardedKCP(shards int, opts ...KCPOption) (*ShardedCenter, error) {
 	if os.Getenv("EDGE_E2E_KUBECONFIG") != "" {
 		return nil, fmt.Errorf("these tests start a sharded kcp of their own; unset EDGE_E2E_KUBECONFIG")
 	}
+	o.users = append(o.users, controllerUser)
 	bins := map[string]string{}
 	for _, name := range []string{"kcp", "kcp-front-proxy", "cache-server"} {
 		path, err := RepoFile("bin", name)

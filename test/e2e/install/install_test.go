@@ -55,7 +55,7 @@ func TestMain(m *testing.M) {
 }
 
 // settings are the variables of the page's first sh block, which the test sets itself.
-var settings = []string{"INSTALL", "KCP_KUBECONFIG", "CENTER_KUBECONFIG", "EDGES", "REGISTRY"}
+var settings = []string{"INSTALL", "KCP_KUBECONFIG", "ECM_TOKEN", "CENTER_KUBECONFIG", "EDGES", "REGISTRY"}
 
 // The headings after whose blocks the test does the kubelet's part.
 const (
@@ -116,6 +116,7 @@ func TestInstall(t *testing.T) {
 	values := map[string]string{
 		"INSTALL":           filepath.Join(dir, "install"),
 		"KCP_KUBECONFIG":    kcpKubeconfig,
+		"ECM_TOKEN":         framework.ControllerToken(t),
 		"CENTER_KUBECONFIG": center.KubeconfigPath,
 		"EDGES":             edgesDir,
 		"REGISTRY":          strings.TrimPrefix(reg.URL, "http://") + "/edge-mc",

@@ -169,7 +169,8 @@ spec: {holderIdentity: edge-syncer, leaseDurationSeconds: 20, renewTime: "%s"}`,
 func TestUnreachableESPWIsReported(t *testing.T) {
 	t.Parallel()
 	base := framework.NewWorkspace(t)
-	cm := framework.StartControllerManagerNoWait(t, base.Join("no-such-espw"))
+	// No ESPW, so no identity of its own: kcp's admin, who could read the ESPW if it existed.
+	cm := framework.StartControllerManagerNoWait(t, base.Join("no-such-espw"), "--kubeconfig", framework.KCP(t).KubeconfigPath)
 	framework.Eventually(t, 30*time.Second, func() (bool, string) {
 		code, body, err := cm.Readyz()
 		return err == nil && code == http.StatusServiceUnavailable && strings.Contains(body, "kubectl edge init"),
