@@ -41,8 +41,9 @@ PLACEMENT=hello NAMESPACE=hello REPLICAS=2
 START_TIMEOUT=300
 CONVERGE_TIMEOUT=240
 
-CENTER_KUBECONFIG=$DEMO/kcp/admin.kubeconfig # kcp's own; edge-controller-manager uses it
+CENTER_KUBECONFIG=$DEMO/kcp/admin.kubeconfig # kcp's own, for the demo's set-up
 USER_KUBECONFIG=$DEMO/kubeconfig             # a copy for people, which kubectl ws may change
+ECM_KUBECONFIG=$DEMO/ecm.kubeconfig          # edge-controller-manager's own identity, from kubectl edge init
 EDGE_KCP_KUBECONFIG=$DEMO/edge-kcp/admin.kubeconfig
 
 # ---- output -----------------------------------------------------------------------------------
@@ -346,15 +347,18 @@ load_env() {
 
 start_servers() {
   step "Start $CENTER_TEXT and the three edge clusters ($MODE_TEXT)"
+  # The center knows edge-controller-manager's user by a token, as an identity provider would, so
+  # that the controllers need not run as kcp's admin (docs/operations.md).
   if [ "$SHARDS" -gt 1 ]; then
-    # hack/sharded-center writes the center's admin kubeconfig, through its front-proxy, once the
-    # center is usable.
+    # hack/sharded-center makes the token, and writes the kubeconfig once the center is usable.
     start_detached kcp "$BIN/sharded-center" --shards "$SHARDS" --dir "$DEMO/kcp" \
-      --kubeconfig-out "$CENTER_KUBECONFIG"
+      --kubeconfig-out "$CENTER_KUBECONFIG" --controller-token-out "$DEMO/ecm.token"
   else
+    head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$DEMO/ecm.token"
+    echo "$(cat "$DEMO/ecm.token"),edge-controller-manager,edge-controller-manager" >"$DEMO/tokens.csv"
     start_detached kcp kcp start --root-directory "$DEMO/kcp" --bind-address 127.0.0.1 \
       --secure-port "$CENTER_PORT" --embedded-etcd-client-port $((CENTER_PORT + 1)) \
-      --embedded-etcd-peer-port $((CENTER_PORT + 2))
+      --embedded-etcd-peer-port $((CENTER_PORT + 2)) --token-auth-file "$DEMO/tokens.csv"
   fi
   if [ "$MODE" = kube ]; then
     local edge
@@ -381,7 +385,7 @@ start_servers() {
 
 install_edge_mc() {
   step "Install edge-mc into kcp: the edge service provider workspace, an inventory and a workload workspace"
-  run kubectl edge init
+  run kubectl edge init --controller-token-file "$DEMO/ecm.token" --controller-kubeconfig "$ECM_KUBECONFIG"
   run kubectl edge ensure imw "$IMW"
   run kubectl edge ensure wmw "$WMW"
 }
@@ -396,7 +400,8 @@ make_inventory() {
 
 start_controllers() {
   step "Start edge-controller-manager: mailbox controller, scheduler, placement translator, status summarizer"
-  start_detached edge-controller-manager edge-controller-manager --kubeconfig "$CENTER_KUBECONFIG" \
+  info "It runs as the kcp user edge-controller-manager, with only the rights kubectl edge init gave it."
+  start_detached edge-controller-manager edge-controller-manager --kubeconfig "$ECM_KUBECONFIG" \
     --http-address "127.0.0.1:$ECM_PORT" -v=2
   wait_for "edge-controller-manager to be ready (http://127.0.0.1:$ECM_PORT/readyz)" "$START_TIMEOUT" \
     "kcp edge-controller-manager" http_ready "$ECM_PORT"

@@ -3,14 +3,18 @@
 // shards and a front-proxy, from bin/), which people and programs reach through the front-proxy
 // only. `make demo SHARDS=2` uses it as the demo's center. Run it from the repository's root:
 //
-//	sharded-center --shards 2 --dir .demo/kcp --kubeconfig-out .demo/kcp/admin.kubeconfig
+//	sharded-center --shards 2 --dir .demo/kcp --kubeconfig-out .demo/kcp/admin.kubeconfig \
+//	  --controller-token-out .demo/ecm.token
 //
 // The center's data, credentials and logs are in --dir, and stay there. Once the center is
-// usable, an admin kubeconfig through the front-proxy is written to --kubeconfig-out; on SIGTERM or SIGINT the processes are stopped, the kubeconfig is removed, and the command
+// usable, the token by which it knows edge-controller-manager's user is written to
+// --controller-token-out, then an admin kubeconfig through the front-proxy to --kubeconfig-out;
+// on SIGTERM or SIGINT the processes are stopped, the kubeconfig is removed, and the command
 // exits. The processes die with this command even if it is killed.
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -19,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kcp-dev/edge-mc/pkg/espw"
 	"github.com/kcp-dev/edge-mc/test/framework"
 )
 
@@ -26,18 +31,19 @@ func main() {
 	shards := flag.Int("shards", 2, "how many kcp shards, the root shard included (at least 2)")
 	dir := flag.String("dir", "", "directory for the center's data, credentials and logs")
 	kubeconfigOut := flag.String("kubeconfig-out", "", "where to write an admin kubeconfig, through the front-proxy, once the center is usable")
+	tokenOut := flag.String("controller-token-out", "", "where to write the bearer token of edge-controller-manager's kcp user ("+espw.DefaultControllerUser+")")
 	flag.Parse()
-	if *dir == "" || *kubeconfigOut == "" {
-		fmt.Fprintln(os.Stderr, "usage: sharded-center [--shards N] --dir DIR --kubeconfig-out FILE")
+	if *dir == "" || *kubeconfigOut == "" || *tokenOut == "" {
+		fmt.Fprintln(os.Stderr, "usage: sharded-center [--shards N] --dir DIR --kubeconfig-out FILE --controller-token-out FILE")
 		os.Exit(2)
 	}
-	if err := run(*shards, *dir, *kubeconfigOut); err != nil {
+	if err := run(*shards, *dir, *kubeconfigOut, *tokenOut); err != nil {
 		fmt.Fprintf(os.Stderr, "sharded-center: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(shards int, dir, kubeconfigOut string) error {
+func run(shards int, dir, kubeconfigOut, tokenOut string) error {
 	// Signals that arrive while the center starts are acted on once it has started.
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
@@ -48,6 +54,13 @@ func run(shards int, dir, kubeconfigOut string) error {
 		defer c.Stop()
 	}
 	if err != nil {
+		return err
+	}
+	token, ok := c.Front.UserToken(espw.DefaultControllerUser)
+	if !ok {
+		return errors.New("the center knows no token of " + espw.DefaultControllerUser)
+	}
+	if err := writeWhole(tokenOut, []byte(token)); err != nil {
 		return err
 	}
 	raw, err := os.ReadFile(c.Front.KubeconfigPath)

@@ -111,6 +111,13 @@ func InDir(dir string) KCPOption {
 	return func(o *kcpOptions) { o.dir = dir }
 }
 
+// UserToken returns the bearer token by which the server knows the user name, if it was started
+// with one (WithUsers; every server of the harness knows edge-controller-manager's user).
+func (s *Server) UserToken(name string) (string, bool) {
+	token, ok := s.tokens[name]
+	return token, ok
+}
+
 // WithBinary starts the kcp at path instead of bin/kcp, for a benchmark that compares kcp
 // releases.
 func WithBinary(path string) KCPOption {
