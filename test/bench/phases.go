@@ -189,9 +189,9 @@ func (f *fleet) describe() {
 	say("  syncers (pid %d): http://%s/metrics, http://%s/debug/pprof/, log %s", f.syncers.PID(), f.syncersAddress, f.syncersPprofAddress, f.syncers.LogPath())
 }
 
-// cpuSample is the CPU seconds each process has used so far. centerKCP is the sum of shards,
-// each center kcp process's (one, unless the center is sharded); frontProxy and cache are a
-// sharded center's other processes.
+// cpuSample is the CPU seconds each process has used so far. shards holds each kcp process of
+// the center's (one, unless the center is sharded), centerKCP their sum; frontProxy and cache
+// are a sharded center's other processes.
 type cpuSample struct {
 	controller, syncers, centerKCP, edgeKCP, bench float64
 	shards                                         []float64
