@@ -192,13 +192,19 @@ test: tools lint verify-codegen test-unit test-fuzz test-e2e ## Everything CI ru
 # BENCH_N sets the size of each benchmark; empty, each takes its own default: the fleet
 # benchmark's destinations (300), the mailbox benchmark's SyncTargets (1000) and the scheduler
 # benchmark's Locations (1000). BENCH_K is the fleet benchmark's objects per destination.
+# BENCH_SHARDS is the fleet benchmark's center: 1, one kcp; 2 or more, a sharded kcp (shards,
+# a cache server, a front-proxy) whose figures are also reported per shard, into
+# _output/bench-shards<n>.json, so that `make bench` and `make bench BENCH_SHARDS=2`, run one
+# after the other, keep both.
 BENCH_N ?=
 BENCH_K ?= 10
+BENCH_SHARDS ?= 1
+BENCH_JSON := _output/bench$(if $(filter-out 1,$(BENCH_SHARDS)),-shards$(BENCH_SHARDS)).json
 
 .PHONY: bench
-bench: $(KCP) ## Fleet benchmark: BENCH_N (300) destinations with syncers and edge clusters, BENCH_K (10) objects each; fan-out, update, status, idle, memory vs. raw writes. BENCH_ARGS adds flags (e.g. -no-webhook-admission).
+bench: $(KCP) $(if $(filter-out 1,$(BENCH_SHARDS)),$(KCP_FRONT_PROXY) $(CACHE_SERVER)) ## Fleet benchmark: BENCH_N (300) destinations with syncers and edge clusters, BENCH_K (10) objects each; fan-out, update, status, idle, memory vs. raw writes. BENCH_SHARDS=2 makes the center a sharded kcp, figures per shard. BENCH_ARGS adds flags (e.g. -no-webhook-admission).
 	@mkdir -p _output
-	$(GO) run ./test/bench -n $(or $(BENCH_N),300) -k $(BENCH_K) -json _output/bench.json $(BENCH_ARGS)
+	$(GO) run ./test/bench -n $(or $(BENCH_N),300) -k $(BENCH_K) -shards $(BENCH_SHARDS) -json $(BENCH_JSON) $(BENCH_ARGS)
 
 .PHONY: bench-mailboxes
 bench-mailboxes: $(KCP) ## Mailbox controller: BENCH_N (1000) SyncTargets to MailboxReady vs. raw workspace creation, memory.

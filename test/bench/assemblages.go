@@ -8,16 +8,13 @@ import (
 	"time"
 
 	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
-	kcpdynamic "github.com/kcp-dev/client-go/dynamic"
-	kcpdynamicinformer "github.com/kcp-dev/client-go/dynamic/dynamicinformer"
 	"github.com/kcp-dev/logicalcluster/v3"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/espw"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
@@ -149,40 +146,41 @@ func feedDocument(v *view, dest int, doc *transport.Document, namespace string, 
 }
 
 // watchAssemblages feeds the assemblages of every mailbox into v, through one watch of
-// assemblages and one of their parts in the virtual workspace of the mailbox export, which serves
-// them across all mailboxes. It returns the feed, to say why a mailbox is not complete.
+// assemblages and one of their parts in each virtual workspace of the mailbox export, which
+// serves them across all mailboxes of its shard (package espw's Endpoints follows the export's
+// virtual workspaces, one per shard that holds mailboxes, as edge-controller-manager does). It
+// returns the feed, to say why a mailbox is not complete.
 func (f *fleet) watchAssemblages(ctx context.Context, v *view) (*assemblageFeed, []cache.InformerSynced, error) {
-	slice, err := f.center.KCP.Cluster(f.espw).ApisV1alpha1().APIExportEndpointSlices().Get(ctx, edgev1alpha1.MailboxAPIExportName, metav1.GetOptions{})
-	if err != nil {
-		return nil, nil, fmt.Errorf("reading the APIExportEndpointSlice %s: %w", edgev1alpha1.MailboxAPIExportName, err)
-	}
-	if len(slice.Status.APIExportEndpoints) == 0 {
-		return nil, nil, fmt.Errorf("the APIExportEndpointSlice %s lists no virtual workspace", edgev1alpha1.MailboxAPIExportName)
-	}
-	cfg := rest.CopyConfig(f.center.Base)
-	cfg.Host = slice.Status.APIExportEndpoints[0].URL
-	client, err := kcpdynamic.NewForConfig(cfg)
+	endpoints, err := espw.NewEndpoints(f.center.KCP, f.espw, edgev1alpha1.MailboxAPIExportName, f.center.Base)
 	if err != nil {
 		return nil, nil, err
+	}
+	endpoints.Start(ctx)
+	wait, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if _, ok := endpoints.WaitForURL(wait, nil); !ok {
+		return nil, nil, fmt.Errorf("the APIExportEndpointSlice %s in %s listed no virtual workspace within a minute", edgev1alpha1.MailboxAPIExportName, f.espw)
 	}
 	wmw := f.wmwCluster.String()
 	feed := newAssemblageFeed(v, f.dests,
 		func(d *destination) string { return transport.AssemblageName(wmw, placementName(d.group)) },
 		func(d *destination) string { return groupNamespace(d.group) })
-	indexers := cache.Indexers{kcpcache.ClusterIndexName: kcpcache.ClusterIndexFunc}
-	assemblages := kcpdynamicinformer.NewFilteredDynamicInformer(client, assemblagesGVR, 0, indexers, nil).Informer()
-	parts := kcpdynamicinformer.NewFilteredDynamicInformer(client, assemblagePartsGVR, 0, indexers, nil).Informer()
+	assemblages := endpoints.NewInformer(assemblagesGVR, 0, nil, nil)
+	parts := endpoints.NewInformer(assemblagePartsGVR, 0, nil, nil)
 	feed.assemblages, feed.parts = assemblages.GetIndexer(), parts.GetIndexer()
 	handler := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { feed.changed(obj, time.Now()) },
 		UpdateFunc: func(_, obj any) { feed.changed(obj, time.Now()) },
 		DeleteFunc: func(obj any) { feed.changed(obj, time.Now()) },
 	}
-	for _, inf := range []cache.SharedIndexInformer{assemblages, parts} {
-		if _, err := inf.AddEventHandler(handler); err != nil {
+	var synced []cache.InformerSynced
+	for _, inf := range []*espw.Informer{assemblages, parts} {
+		reg, err := inf.AddEventHandler(handler)
+		if err != nil {
 			return nil, nil, err
 		}
+		synced = append(synced, reg.HasSynced)
 		go inf.Run(ctx.Done())
 	}
-	return feed, []cache.InformerSynced{assemblages.HasSynced, parts.HasSynced}, nil
+	return feed, synced, nil
 }

@@ -24,7 +24,7 @@ func TestSmallFleet(t *testing.T) {
 	dir := t.TempDir()
 	c := config{
 		N: 20, K: 3, P: 2, ObjectSize: 256, Parallel: 16, Workers: 8,
-		StatusDestinations: 3, statusTimeout: time.Minute, idle: 5 * time.Second, ProfileSeconds: 3,
+		StatusDestinations: 3, statusTimeout: time.Minute, idle: 5 * time.Second, ProfileSeconds: 3, Shards: 1,
 		jsonOut: filepath.Join(dir, "bench.json"), profileDir: filepath.Join(dir, "profiles"),
 	}
 	if err := c.validate(); err != nil {
@@ -52,7 +52,7 @@ func TestSmallFleet(t *testing.T) {
 	want := map[string]map[string]string{
 		"config": {"n": positive, "k": positive, "p": positive, "objectSize": positive, "parallel": positive, "workers": positive,
 			"statusDestinations": positive, "statusTimeoutSeconds": positive, "idleSeconds": positive, "profileSeconds": positive,
-			"noWebhookAdmission": anything, "centerKCPArgs": list},
+			"noWebhookAdmission": anything, "centerKCPArgs": list, "shards": positive},
 		"machine": {"cores": positive, "loadAverageBefore": anything, "memTotalGB": positive, "memAvailableGBBefore": positive},
 		"setup": {"kcpStartSeconds": positive, "centerSeconds": positive, "locationsSeconds": positive, "mailboxesSeconds": positive,
 			"pclustersSeconds": positive, "credentialsSeconds": positive, "syncersSeconds": anything, "workloadSeconds": positive, "totalSeconds": positive},
@@ -97,6 +97,9 @@ func TestSmallFleet(t *testing.T) {
 				}
 			}
 		}
+	}
+	if _, ok := got["sharded"]; ok {
+		t.Errorf("a center of one kcp has a sharded section: %v", got["sharded"])
 	}
 	number := func(section, field string) float64 { n, _ := got[section][field].(float64); return n }
 	// The fan-out carried N*K objects in N assemblages, and all of them reached every edge.

@@ -23,6 +23,7 @@ import (
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 	"github.com/kcp-dev/edge-mc/pkg/cli"
+	"github.com/kcp-dev/edge-mc/pkg/workspaces"
 	"github.com/kcp-dev/edge-mc/test/bench/syncerhost"
 	"github.com/kcp-dev/edge-mc/test/framework"
 )
@@ -36,14 +37,20 @@ type destination struct {
 	mailboxCluster    logicalcluster.Name
 	pcluster          *framework.PCluster
 	mailboxKubeconfig string
+	// shard is the name of the shard that holds the mailbox, on a sharded center.
+	shard string
 }
 
 // fleet is everything the benchmark set up, and how to take it down.
 type fleet struct {
 	cfg config
 	// dir holds the kubeconfigs, the syncers' spec and the processes' logs.
-	dir, binDir    string
+	dir, binDir string
+	// center is what every client reaches the center by: the center kcp, or the front-proxy
+	// of a sharded center (then sharded). shards are its kcp processes, measured one by one.
 	center, edge   *framework.Server
+	sharded        *framework.ShardedCenter
+	shards         []centerShard
 	espw, imw, wmw logicalcluster.Path
 	// wmwCluster is the workload workspace's logical cluster, which names its assemblages.
 	wmwCluster   logicalcluster.Name
@@ -71,13 +78,17 @@ func setUp(ctx context.Context, c config, fig *setupFigures) (*fleet, error) {
 	}
 
 	step := time.Now()
-	say("starting the center and the edge kcp, and building edge-mc's commands")
+	if c.Shards > 1 {
+		say("starting the center (a sharded kcp: %d shards, a cache server, a front-proxy) and the edge kcp, and building edge-mc's commands", c.Shards)
+	} else {
+		say("starting the center and the edge kcp, and building edge-mc's commands")
+	}
 	var wg sync.WaitGroup
 	var centerErr, edgeErr, buildErr error
 	wg.Add(3)
 	go func() {
 		defer wg.Done()
-		f.center, centerErr = framework.StartKCP(framework.WithArgs(c.CenterKCPArgs...))
+		f.center, f.sharded, centerErr = startCenter(c)
 	}()
 	go func() { defer wg.Done(); f.edge, edgeErr = framework.StartKCP() }()
 	go func() {
@@ -89,7 +100,8 @@ func setUp(ctx context.Context, c config, fig *setupFigures) (*fleet, error) {
 		return f, err
 	}
 	fig.KCPStartSeconds = time.Since(step).Seconds()
-	f.centerRSSFresh, _, _ = framework.RSS(f.center.PID())
+	f.shards = shardsOf(f.center, f.sharded)
+	f.centerRSSFresh = f.centerRSS()
 	f.edgeRSSFresh, _, _ = framework.RSS(f.edge.PID())
 
 	step = time.Now()
@@ -97,7 +109,7 @@ func setUp(ctx context.Context, c config, fig *setupFigures) (*fleet, error) {
 		return f, err
 	}
 	fig.CenterSeconds = time.Since(step).Seconds()
-	f.centerRSSSetUp, _, _ = framework.RSS(f.center.PID())
+	f.centerRSSSetUp = f.centerRSS()
 
 	if err := f.setUpDestinations(ctx, fig); err != nil {
 		return f, err
@@ -128,7 +140,7 @@ func setUp(ctx context.Context, c config, fig *setupFigures) (*fleet, error) {
 }
 
 // stopProcesses stops the fleet's processes: the syncers, edge-controller-manager and both kcp
-// servers. Stopping them again does nothing.
+// servers (every process of a sharded center). Stopping them again does nothing.
 func (f *fleet) stopProcesses() {
 	for _, c := range []*framework.Command{f.syncers, f.ecm} {
 		if c != nil {
@@ -139,6 +151,9 @@ func (f *fleet) stopProcesses() {
 		if s != nil {
 			s.Stop()
 		}
+	}
+	if f.sharded != nil {
+		f.sharded.Stop()
 	}
 }
 
@@ -352,9 +367,14 @@ func (f *fleet) writeCredentials(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listing the mailbox workspaces: %w", err)
 	}
-	clusterOf := map[string]logicalcluster.Name{}
+	clusterOf, shardOf := map[string]logicalcluster.Name{}, map[string]string{}
 	for _, ws := range mailboxes.Items {
 		clusterOf[ws.Name] = logicalcluster.Name(ws.Spec.Cluster)
+		shardOf[ws.Name] = ws.Annotations[workspaces.ShardAnnotation]
+	}
+	var shardNames []string
+	for _, s := range f.shards {
+		shardNames = append(shardNames, s.name)
 	}
 	for _, d := range f.dests {
 		st := byName[d.name]
@@ -365,6 +385,9 @@ func (f *fleet) writeCredentials(ctx context.Context) error {
 		d.mailbox = logicalcluster.NewPath(st.Status.MailboxWorkspace)
 		if d.mailboxCluster = clusterOf[d.mailbox.Base()]; d.mailboxCluster == "" {
 			return fmt.Errorf("no workspace %s in %s for the mailbox of SyncTarget %s", d.mailbox.Base(), f.espw, d.name)
+		}
+		if f.sharded != nil {
+			d.shard = shardNameOf(shardOf[d.mailbox.Base()], shardNames)
 		}
 	}
 	return nil

@@ -40,6 +40,15 @@
 //     bare workspaces and no client; its CPU over the same -idle window is what the center's
 //     idle CPU is compared with. Then it is stopped.
 //
+// With -shards 2 (or more) the center is a sharded kcp, started as test/e2e/sharded starts one
+// (framework.StartShardedKCP): a root shard, further shards, a cache server and a front-proxy.
+// Every client (kubectl edge, edge-controller-manager, the syncers, the bench's watches and its
+// raw client) reaches it through the front-proxy only. kcp places the mailboxes on the shards;
+// the bench reports how many each holds, and each shard's writes (its own
+// apiserver_request_total) and CPU during the fan-out and the idle window, and its RSS, in a
+// section of their own; the center kcp's figures elsewhere are the shards' sums. Running
+// -shards 1 and -shards 2 one after the other on the same machine compares the two centers.
+//
 // The ratios of issue 17 compare the mailbox phase's rate with the raw rate of the same N*K
 // writes, the edge phase's time with the raw time of 2*N*K writes, the update's p90 with the raw
 // time of N writes, and the idle center kcp with the bare kcp. -no-webhook-admission starts the
@@ -84,6 +93,9 @@ type config struct {
 	// kcp's webhook admission plugins; CenterKCPArgs are the arguments that adds.
 	NoWebhookAdmission bool     `json:"noWebhookAdmission"`
 	CenterKCPArgs      []string `json:"centerKCPArgs"`
+	// Shards is how many kcp shards the center has: 1, one kcp; more, a sharded kcp behind a
+	// front-proxy, with a cache server.
+	Shards int `json:"shards"`
 
 	statusTimeout, idle time.Duration
 	jsonOut             string
@@ -112,6 +124,8 @@ func (c config) validate() error {
 		return errors.New("-status-timeout and -idle must be positive")
 	case c.profileDir != "" && c.ProfileSeconds < 1:
 		return errors.New("-profile-seconds must be at least 1")
+	case c.Shards < 1:
+		return errors.New("-shards must be at least 1 (1: the center is one kcp; 2 or more: a sharded kcp behind a front-proxy)")
 	}
 	return nil
 }
@@ -132,6 +146,7 @@ func main() {
 	flag.IntVar(&c.ProfileSeconds, "profile-seconds", 30, "length of the -profile CPU profiles")
 	flag.BoolVar(&c.NoWebhookAdmission, "no-webhook-admission", false,
 		"start the center kcp (and the bare kcp it is compared with) with "+noWebhookAdmission+": no admission webhooks in that kcp")
+	flag.IntVar(&c.Shards, "shards", 1, "kcp shards of the center: 1 is one kcp; 2 or more start a sharded kcp (root shard, further shards, a cache server, a front-proxy that every client goes through) and report each shard's writes, CPU and mailboxes")
 	flag.BoolVar(&c.keep, "keep", false, "leave the fleet running after the run, until interrupted (for profiling and poking); the bare kcp is then not measured")
 	flag.Parse()
 	if err := c.validate(); err != nil {

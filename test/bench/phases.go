@@ -77,6 +77,8 @@ func run(ctx context.Context, c config, out io.Writer) (*result, error) {
 		return nil, fmt.Errorf("set-up: %w", err)
 	}
 
+	res.Sharded = f.placeShards(ctx)
+
 	watchCtx, stopWatches := context.WithCancel(ctx)
 	defer stopWatches()
 	keys := workloadKeys(c.K)
@@ -99,7 +101,7 @@ func run(ctx context.Context, c config, out io.Writer) (*result, error) {
 		return nil, fmt.Errorf("the bench's watches did not sync: %w", ctx.Err())
 	}
 
-	if err := f.fanout(ctx, feed, mailboxes, edges, &res.Fanout); err != nil {
+	if err := f.fanout(ctx, feed, mailboxes, edges, &res.Fanout, res.Sharded); err != nil {
 		return nil, fmt.Errorf("fan-out: %w", err)
 	}
 	if err := f.update(ctx, mailboxes, edges, &res.Update); err != nil {
@@ -108,10 +110,10 @@ func run(ctx context.Context, c config, out io.Writer) (*result, error) {
 	if err := f.status(ctx, placements, &res.Status); err != nil {
 		return nil, fmt.Errorf("status: %w", err)
 	}
-	if err := f.measureIdle(ctx, &res.Idle); err != nil {
+	if err := f.measureIdle(ctx, &res.Idle, res.Sharded); err != nil {
 		return nil, fmt.Errorf("idle: %w", err)
 	}
-	f.measureMemory(&res.Memory)
+	f.measureMemory(&res.Memory, res.Sharded)
 	if err := f.raw(ctx, &res.Raw); err != nil {
 		return nil, fmt.Errorf("raw: %w", err)
 	}
@@ -120,6 +122,9 @@ func run(ctx context.Context, c config, out io.Writer) (*result, error) {
 	} else {
 		stopWatches()
 		say("stopping the fleet (syncers, edge-controller-manager, both kcp servers) before the bare kcp")
+		if f.sharded != nil {
+			say("bare: the center was %d kcp shards; the bare kcp is one kcp, not sharded, and the idle ratio compares the shards' CPU together with it", len(f.shards))
+		}
 		f.stopProcesses()
 		// The fleet's figures are in hand: a bare kcp that fails is reported, not fatal.
 		if err := measureBare(ctx, c, &res.Bare); err != nil {
@@ -133,6 +138,7 @@ func run(ctx context.Context, c config, out io.Writer) (*result, error) {
 	res.ratios()
 
 	printTable(out, res)
+	printShards(out, res)
 	if c.jsonOut != "" {
 		if err := writeJSON(c.jsonOut, res); err != nil {
 			return nil, err
@@ -171,30 +177,52 @@ func machineNow() machine {
 // describe says how to reach the fleet that -keep leaves running.
 func (f *fleet) describe() {
 	say("the fleet keeps running until interrupted (-keep):")
-	say("  center kcp (pid %d): KUBECONFIG=%s; ESPW %s, inventory %s, workloads %s", f.center.PID(), f.center.KubeconfigPath, f.espw, f.imw, f.wmw)
-	say("  edge kcp (pid %d): KUBECONFIG=%s; pclusters root:pc-%s ...", f.edge.PID(), f.edge.KubeconfigPath, f.dests[0].name)
-	say("  kcp profiles: center http://%s/debug/pprof/, edge http://%s/debug/pprof/", f.center.ProfilerAddress, f.edge.ProfilerAddress)
+	say("  center: KUBECONFIG=%s; ESPW %s, inventory %s, workloads %s", f.center.KubeconfigPath, f.espw, f.imw, f.wmw)
+	for _, s := range f.shards {
+		say("  center kcp %s (pid %d): profile http://%s/debug/pprof/", s.name, s.pid, s.profilerAddress)
+	}
+	if f.sharded != nil {
+		say("  center front-proxy %s (pid %d), cache server (pid %d)", f.sharded.ProxyURL, f.sharded.FrontProxyPID(), f.sharded.CachePID())
+	}
+	say("  edge kcp (pid %d): KUBECONFIG=%s; pclusters root:pc-%s ...; profile http://%s/debug/pprof/", f.edge.PID(), f.edge.KubeconfigPath, f.dests[0].name, f.edge.ProfilerAddress)
 	say("  edge-controller-manager (pid %d): http://%s/metrics, log %s", f.ecm.PID(), f.ecmAddress, f.ecm.LogPath())
 	say("  syncers (pid %d): http://%s/metrics, http://%s/debug/pprof/, log %s", f.syncers.PID(), f.syncersAddress, f.syncersPprofAddress, f.syncers.LogPath())
 }
 
-// cpuSample is the CPU seconds each process has used so far.
+// cpuSample is the CPU seconds each process has used so far. shards holds each kcp process of
+// the center's (one, unless the center is sharded), centerKCP their sum; frontProxy and cache
+// are a sharded center's other processes.
 type cpuSample struct {
 	controller, syncers, centerKCP, edgeKCP, bench float64
+	shards                                         []float64
+	frontProxy, cache                              float64
 }
 
 func (f *fleet) cpu() cpuSample {
-	return cpuSample{
+	s := cpuSample{
 		controller: framework.CPUSeconds(f.ecm.PID()),
 		syncers:    framework.CPUSeconds(f.syncers.PID()),
-		centerKCP:  framework.CPUSeconds(f.center.PID()),
 		edgeKCP:    framework.CPUSeconds(f.edge.PID()),
 		bench:      framework.CPUSeconds(os.Getpid()),
 	}
+	for _, sh := range f.shards {
+		cpu := framework.CPUSeconds(sh.pid)
+		s.shards = append(s.shards, cpu)
+		s.centerKCP += cpu
+	}
+	if f.sharded != nil {
+		s.frontProxy, s.cache = framework.CPUSeconds(f.sharded.FrontProxyPID()), framework.CPUSeconds(f.sharded.CachePID())
+	}
+	return s
 }
 
 func (a cpuSample) since(b cpuSample) cpuSample {
-	return cpuSample{a.controller - b.controller, a.syncers - b.syncers, a.centerKCP - b.centerKCP, a.edgeKCP - b.edgeKCP, a.bench - b.bench}
+	d := cpuSample{controller: a.controller - b.controller, syncers: a.syncers - b.syncers, centerKCP: a.centerKCP - b.centerKCP,
+		edgeKCP: a.edgeKCP - b.edgeKCP, bench: a.bench - b.bench, frontProxy: a.frontProxy - b.frontProxy, cache: a.cache - b.cache}
+	for i := range min(len(a.shards), len(b.shards)) {
+		d.shards = append(d.shards, a.shards[i]-b.shards[i])
+	}
+	return d
 }
 
 // stall is how long a phase may go without progress before the benchmark gives up on it. The
@@ -227,7 +255,8 @@ func await(ctx context.Context, ch <-chan time.Time, patience time.Duration, wha
 
 // fanout creates the EdgePlacements and times until every destination's assemblage carries all
 // its objects in its mailbox, and until every object is at its edge.
-func (f *fleet) fanout(ctx context.Context, feed *assemblageFeed, mailboxes, edges *view, fig *fanoutFigures) error {
+// sharded, if not nil, gets each shard's figures.
+func (f *fleet) fanout(ctx context.Context, feed *assemblageFeed, mailboxes, edges *view, fig *fanoutFigures, sharded *shardedFigures) error {
 	c := f.cfg
 	fig.Objects, fig.Assemblages = c.N*c.K, c.N
 	wmw, err := dynamic.NewForConfig(f.center.ConfigFor(f.wmw))
@@ -251,7 +280,7 @@ func (f *fleet) fanout(ctx context.Context, feed *assemblageFeed, mailboxes, edg
 		profiles = f.takeProfiles(ctx, "fanout", c.ProfileSeconds)
 	}
 	say("fan-out: creating %d EdgePlacements for %d destinations, %d objects each", c.P, c.N, c.K)
-	centerRequests, edgeRequests := startCounting(ctx, f.center), startCounting(ctx, f.edge)
+	centerRequests, edgeRequests := f.countCenter(ctx), startCounting(ctx, f.edge)
 	cpu0 := f.cpu()
 	t0 := time.Now()
 	for j := range c.P {
@@ -275,7 +304,9 @@ func (f *fleet) fanout(ctx context.Context, feed *assemblageFeed, mailboxes, edg
 	}
 	cpu := f.cpu().since(cpu0)
 	fig.EdgeSeconds = edgesAt.Sub(t0).Seconds()
-	whole := centerRequests.since(ctx)
+	perShard := centerRequests.sinceEach(ctx)
+	sharded.recordFanout(perShard, cpu, fig.EdgeSeconds)
+	whole := sumDeltas(perShard)
 	fig.CenterKCPRequests = whole.rates(fig.EdgeSeconds, nil, topRequests)
 	fig.AssemblageWrites = whole.sum(isAssemblageWrite)
 	fig.AssemblageWritesPerDestination = fig.AssemblageWrites / float64(c.N)
@@ -304,17 +335,22 @@ func (f *fleet) fanout(ctx context.Context, feed *assemblageFeed, mailboxes, edg
 // when all are done.
 func (f *fleet) takeProfiles(ctx context.Context, phase string, seconds int) <-chan error {
 	c := f.cfg
-	targets := []struct{ name, address string }{
-		{"kcp-center", f.center.ProfilerAddress},
-		{"kcp-edge", f.edge.ProfilerAddress},
-		{"syncers", f.syncersPprofAddress},
+	type target struct{ name, address string }
+	var targets []target
+	for _, s := range f.shards {
+		name := "kcp-center"
+		if f.sharded != nil {
+			name += "-" + s.name
+		}
+		targets = append(targets, target{name, s.profilerAddress})
 	}
+	targets = append(targets, target{"kcp-edge", f.edge.ProfilerAddress}, target{"syncers", f.syncersPprofAddress})
 	done := make(chan error, 1)
 	if err := os.MkdirAll(c.profileDir, 0o755); err != nil {
 		done <- err
 		return done
 	}
-	say("profiles: taking %ds CPU profiles of both kcp servers and the syncers into %s", seconds, c.profileDir)
+	say("profiles: taking %ds CPU profiles of the center's kcp (every shard), the edge kcp and the syncers into %s", seconds, c.profileDir)
 	go func() {
 		errs := make([]error, len(targets))
 		_ = framework.ForEach(len(targets), len(targets), func(i int) error {
@@ -375,7 +411,7 @@ func (f *fleet) update(ctx context.Context, mailboxes, edges *view, fig *updateF
 	}
 	deployments := wmw.Resource(deploymentsGVR).Namespace(groupNamespace(0))
 	say("update: the image of Deployment %s/%s, placed at %d destinations", groupNamespace(0), deploymentName, len(dests))
-	requests := startCounting(ctx, f.center)
+	requests := f.countCenter(ctx)
 	t0 := time.Now()
 	// The status summarizer writes the object's executing-count annotation now and then: read
 	// and write again on a conflict, as any client would.
@@ -496,7 +532,8 @@ func makeDeploymentReady(ctx context.Context, d *destination) error {
 }
 
 // measureIdle samples the processes' CPU time over the idle window, after a short settling.
-func (f *fleet) measureIdle(ctx context.Context, fig *idleFigures) error {
+// sharded, if not nil, gets each shard's figures.
+func (f *fleet) measureIdle(ctx context.Context, fig *idleFigures, sharded *shardedFigures) error {
 	say("idle: settling %s, then measuring CPU over %s with nothing changing", settle, f.cfg.idle)
 	if err := sleep(ctx, settle); err != nil {
 		return err
@@ -505,14 +542,16 @@ func (f *fleet) measureIdle(ctx context.Context, fig *idleFigures) error {
 	if f.cfg.profileDir != "" {
 		profiles = f.takeProfiles(ctx, "idle", min(f.cfg.ProfileSeconds, int(f.cfg.idle.Seconds())))
 	}
-	centerRequests, edgeRequests := startCounting(ctx, f.center), startCounting(ctx, f.edge)
+	centerRequests, edgeRequests := f.countCenter(ctx), startCounting(ctx, f.edge)
 	cpu0, t0 := f.cpu(), time.Now()
 	if err := sleep(ctx, f.cfg.idle); err != nil {
 		return err
 	}
 	cpu, window := f.cpu().since(cpu0), time.Since(t0).Seconds()
 	fig.WindowSeconds = window
-	fig.CenterKCPRequests = centerRequests.since(ctx).rates(window, nil, 0)
+	perShard := centerRequests.sinceEach(ctx)
+	sharded.recordIdle(perShard, cpu, window)
+	fig.CenterKCPRequests = sumDeltas(perShard).rates(window, nil, 0)
 	fig.EdgeKCPRequests = edgeRequests.top(ctx, window)
 	if profiles != nil {
 		if err := <-profiles; err != nil {
@@ -527,14 +566,21 @@ func (f *fleet) measureIdle(ctx context.Context, fig *idleFigures) error {
 	return nil
 }
 
-func (f *fleet) measureMemory(fig *memoryFigures) {
+// measureMemory reads the processes' RSS; sharded, if not nil, gets each shard's.
+func (f *fleet) measureMemory(fig *memoryFigures, sharded *shardedFigures) {
 	mb := func(b int64) float64 { return float64(b) / 1e6 }
 	cur, peak, _ := framework.RSS(f.ecm.PID())
 	fig.ControllerRSSMB, fig.ControllerPeakRSSMB = mb(cur), mb(peak)
 	cur, _, _ = framework.RSS(f.syncers.PID())
 	fig.SyncersRSSMB = mb(cur)
 	fig.SyncersRSSPerSyncerMB = fig.SyncersRSSMB / float64(f.cfg.N)
-	center, _, _ := framework.RSS(f.center.PID())
+	center := f.centerRSS()
+	if sharded != nil {
+		for i := range min(len(sharded.ByShard), len(f.shards)) {
+			rss, _, _ := framework.RSS(f.shards[i].pid)
+			sharded.ByShard[i].RSSMB = mb(rss)
+		}
+	}
 	edge, _, _ := framework.RSS(f.edge.PID())
 	fig.CenterKCPRSSMB, fig.EdgeKCPRSSMB = mb(center), mb(edge)
 	fig.CenterKCPFreshRSSMB, fig.EdgeKCPFreshRSSMB = mb(f.centerRSSFresh), mb(f.edgeRSSFresh)

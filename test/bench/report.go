@@ -26,6 +26,8 @@ type result struct {
 	Memory  memoryFigures `json:"memory"`
 	// Bare is the idle kcp that the center's idle CPU is compared with.
 	Bare bareFigures `json:"bare"`
+	// Sharded is the center's figures by shard, with -shards 2 or more; absent otherwise.
+	Sharded *shardedFigures `json:"sharded,omitempty"`
 }
 
 type machine struct {
@@ -230,6 +232,10 @@ func printTable(w io.Writer, r *result) {
 	}
 	fmt.Fprintf(w, "\nfleet benchmark: N=%d destinations, K=%d objects per placement, P=%d placements, %d-byte objects; %s; %d cores, load average before %.2f %.2f %.2f\n\n",
 		c.N, c.K, c.P, c.ObjectSize, admission, r.Machine.Cores, r.Machine.LoadAverage[0], r.Machine.LoadAverage[1], r.Machine.LoadAverage[2])
+	if r.Sharded != nil {
+		fmt.Fprintf(w, "center: a sharded kcp of %d shards with a cache server, reached through its front-proxy by every client, the raw client too (its writes are the front-proxy's and the shards' work); the center kcp's CPU, RSS and requests below are the shards' sums, per shard in the section after the table; the bare kcp is one kcp, not sharded\n\n",
+			r.Sharded.Shards)
+	}
 	fmt.Fprintf(w, "| measure | value | target |\n|---|---|---|\n")
 	s := r.Setup
 	fmt.Fprintf(w, "| set-up, not counted: kcp start / center / %d locations / mailboxes ready / pclusters / credentials / syncers ready / workload | %.0f / %.0f / %.0f / %.0f / %.0f / %.0f / %.0f / %.0f s (total %.0f s) | |\n",

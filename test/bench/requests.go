@@ -21,45 +21,88 @@ type requestRate struct {
 // topRequests is how many kinds of request a phase reports when it reports the most frequent.
 const topRequests = 12
 
-// requestCounter samples a kcp server's request counters, to say what a phase asked of it.
+// requestCounter samples the request counters of kcp servers (the shards of a center, or one
+// kcp), to say what a phase asked of them.
 type requestCounter struct {
-	server *framework.Server
-	before map[string]float64
+	servers []metricsSource
+	// before holds each server's counters when counting started; nil if one could not be read.
+	before []map[string]float64
 }
 
 // startCounting samples the counters now; a failure is reported and leaves the figures empty.
-func startCounting(ctx context.Context, s *framework.Server) *requestCounter {
-	c := &requestCounter{server: s}
-	metrics, err := s.Metrics(ctx)
+func startCounting(ctx context.Context, servers ...metricsSource) *requestCounter {
+	c := &requestCounter{servers: servers}
+	before, err := readCounts(ctx, servers)
 	if err != nil {
 		say("cannot read kcp's request counters: %v", err)
 		return c
 	}
-	c.before = framework.RequestCounts(metrics)
+	c.before = before
 	return c
+}
+
+func readCounts(ctx context.Context, servers []metricsSource) ([]map[string]float64, error) {
+	var out []map[string]float64
+	for _, s := range servers {
+		metrics, err := s.Metrics(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, framework.RequestCounts(metrics))
+	}
+	return out, nil
 }
 
 // requestDelta is what a server served between two samples, by request; nil if the counters
 // could not be read.
 type requestDelta map[string]float64
 
-// since returns the requests served since startCounting.
-func (c *requestCounter) since(ctx context.Context) requestDelta {
+// deltaOf is what a server served between the counters before and after.
+func deltaOf(before, after map[string]float64) requestDelta {
+	d := requestDelta{}
+	for request, n := range after {
+		if n > before[request] {
+			d[request] = n - before[request]
+		}
+	}
+	return d
+}
+
+// sinceEach returns the requests each server served since startCounting, in the order given
+// there; nil if the counters could not be read.
+func (c *requestCounter) sinceEach(ctx context.Context) []requestDelta {
 	if c.before == nil {
 		return nil
 	}
-	metrics, err := c.server.Metrics(ctx)
+	after, err := readCounts(ctx, c.servers)
 	if err != nil {
 		say("cannot read kcp's request counters: %v", err)
 		return nil
 	}
-	d := requestDelta{}
-	for request, n := range framework.RequestCounts(metrics) {
-		if n > c.before[request] {
-			d[request] = n - c.before[request]
+	out := make([]requestDelta, len(after))
+	for i := range after {
+		out[i] = deltaOf(c.before[i], after[i])
+	}
+	return out
+}
+
+// since returns the requests all the servers served since startCounting, together.
+func (c *requestCounter) since(ctx context.Context) requestDelta {
+	return sumDeltas(c.sinceEach(ctx))
+}
+
+// sumDeltas adds up the servers' deltas, request by request; nil if there are none.
+func sumDeltas(deltas []requestDelta) requestDelta {
+	if deltas == nil {
+		return nil
+	}
+	sum := requestDelta{}
+	for _, d := range deltas {
+		for request, n := range d {
+			sum[request] += n
 		}
 	}
-	return d
+	return sum
 }
 
 // top returns the most frequent requests since startCounting, over a phase of the given length.

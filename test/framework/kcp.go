@@ -273,7 +273,12 @@ func (s *Server) Metrics(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base.Host+"/metrics", nil)
+	return getMetrics(ctx, client, base.Host)
+}
+
+// getMetrics reads GET <base>/metrics with client.
+func getMetrics(ctx context.Context, client *http.Client, base string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
 	if err != nil {
 		return "", err
 	}
@@ -287,7 +292,7 @@ func (s *Server) Metrics(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("GET /metrics: %s", resp.Status)
+		return "", fmt.Errorf("GET %s/metrics: %s", base, resp.Status)
 	}
 	return string(body), nil
 }

@@ -58,6 +58,9 @@ type Shard struct {
 	Name string
 	// BaseURL is the shard's own address; clients of the center should not need it.
 	BaseURL string
+	// ProfilerAddress serves Go's /debug/pprof of the shard's process, without authentication,
+	// on loopback.
+	ProfilerAddress string
 
 	cmd    *Command
 	center *ShardedCenter
@@ -157,6 +160,10 @@ func StartShardedKCP(shards int, opts ...KCPOption) (*ShardedCenter, error) {
 	if err != nil {
 		return c, err
 	}
+	profilerPorts, err := FreePorts(shards)
+	if err != nil {
+		return c, err
+	}
 	url := func(port int) string { return "https://127.0.0.1:" + strconv.Itoa(port) }
 	c.ProxyURL = url(ports[len(ports)-1])
 	start := time.Now()
@@ -230,7 +237,7 @@ func StartShardedKCP(shards int, opts ...KCPOption) (*ShardedCenter, error) {
 
 	for i := 0; i < shards; i++ {
 		p := ports[3+3*i : 6+3*i]
-		sh := &Shard{Name: "root", BaseURL: url(p[0]), center: c}
+		sh := &Shard{Name: "root", BaseURL: url(p[0]), ProfilerAddress: "127.0.0.1:" + strconv.Itoa(profilerPorts[i]), center: c}
 		if i > 0 {
 			sh.Name = "shard-" + strconv.Itoa(i)
 		}
@@ -262,6 +269,7 @@ func StartShardedKCP(shards int, opts ...KCPOption) (*ShardedCenter, error) {
 			"--logical-cluster-admin-kubeconfig", logicalClusterAdmin,
 			"--external-logical-cluster-admin-kubeconfig", externalLogicalClusterAdmin,
 			"--cache-kubeconfig", cacheKubeconfig,
+			"--profiler-address", sh.ProfilerAddress,
 		}
 		if i > 0 {
 			args = append(args, "--shard-name", sh.Name, "--root-shard-kubeconfig-file", rootShardKubeconfig)
@@ -411,6 +419,29 @@ func (s *Shard) Restart() error {
 
 // LogPath is the file the shard's output goes to.
 func (s *Shard) LogPath() string { return s.cmd.LogPath() }
+
+// PID is the shard's process ID.
+func (s *Shard) PID() int { return s.cmd.PID() }
+
+// metricsTimeout bounds a read of a server's /metrics, megabytes on a busy shard.
+const metricsTimeout = 30 * time.Second
+
+// Metrics returns the shard's own Prometheus metrics (GET /metrics on its address, not through
+// the front-proxy), read with the shards' client certificate: what this shard served.
+func (s *Shard) Metrics(ctx context.Context) (string, error) {
+	client, err := s.center.httpClient()
+	if err != nil {
+		return "", err
+	}
+	client.Timeout = metricsTimeout
+	return getMetrics(ctx, client, s.BaseURL)
+}
+
+// FrontProxyPID is the process ID of the center's front-proxy.
+func (c *ShardedCenter) FrontProxyPID() int { return c.proxy.PID() }
+
+// CachePID is the process ID of the center's cache server.
+func (c *ShardedCenter) CachePID() int { return c.cache.PID() }
 
 func (s *Shard) waitReady() error {
 	return s.center.waitReadyz("kcp shard "+s.Name, s.BaseURL, s.cmd)
