@@ -518,18 +518,27 @@ show_fleet_status() {
   local destinations edge asm at_edge
   destinations=" $(kubectl --server "$(url_of "$WMW")" get singleplacementslices -l "edge.kcp.io/placement=$PLACEMENT" \
     -o jsonpath='{range .items[*].destinations[*]}{.syncTargetName}{" "}{end}') "
-  local shard_head="" shard=""
-  [ "${SHARDS:-1}" -gt 1 ] && shard_head="MAILBOX ON"
-  printf '\n    %-8s %-7s %-12s %-11s%-34s %s\n' "EDGE" "REGION" "DESTINATION" "$shard_head" "ASSEMBLAGE (in the mailbox)" "AT THE EDGE (namespace $NAMESPACE)"
+  # On a sharded center, a column names the shard that holds each edge cluster's mailbox, as
+  # kubectl edge status --target does.
+  local shard_col="" shard_head="" shard=""
+  if [ "${SHARDS:-1}" -gt 1 ]; then
+    shard_col="%-14s"
+    shard_head="MAILBOX SHARD"
+  fi
+  local fmt="    %-8s %-7s %-12s $shard_col%-34s %s\n"
+  # shellcheck disable=SC2059 # the format is built above
+  printf "\n$fmt" "EDGE" "REGION" "DESTINATION" ${shard_col:+"$shard_head"} "ASSEMBLAGE (in the mailbox)" "AT THE EDGE (namespace $NAMESPACE)"
   for edge in "${EDGES[@]}"; do
     asm=$(assemblage_summary "$edge")
     at_edge=$(edge_contents "$edge")
     local is_dest=no
     [[ $destinations == *" $edge "* ]] && is_dest=yes
-    # kubectl edge status --target names the shard of the mailbox on a sharded center.
-    [ "${SHARDS:-1}" -gt 1 ] && shard=$(kubectl edge status --target "$edge" --imw "$IMW" -o yaml 2>/dev/null | sed -n 's/^shard: //p')
-    [ "${SHARDS:-1}" -gt 1 ] && shard=${shard:-?}
-    printf '    %-8s %-7s %-12s %-11s%-34s %s\n' "$edge" "${REGION[$edge]}" "$is_dest" "$shard" "$asm" "$at_edge"
+    if [ -n "$shard_col" ]; then
+      shard=$(kubectl edge status --target "$edge" --imw "$IMW" -o yaml 2>/dev/null | sed -n 's/^shard: //p')
+      shard=${shard:-?}
+    fi
+    # shellcheck disable=SC2059 # the format is built above
+    printf "$fmt" "$edge" "${REGION[$edge]}" "$is_dest" ${shard_col:+"$shard"} "$asm" "$at_edge"
   done
   if [ "$MODE" != kube ]; then
     info ""
