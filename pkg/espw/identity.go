@@ -177,28 +177,36 @@ func EnsureClusterRoleBinding(ctx context.Context, kube kcpkubernetesclientset.C
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
 		Subjects:   []rbacv1.Subject{subject},
 	}
-	got, err := bindings.Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		return fmt.Errorf("reading ClusterRoleBinding %s in %s: %w", name, path, err)
-	case equality.Semantic.DeepEqual(got.RoleRef, want.RoleRef) && equality.Semantic.DeepEqual(got.Subjects, want.Subjects):
-		res.Unchanged = append(res.Unchanged, "ClusterRoleBinding "+name)
-		return nil
-	default:
-		if err := bindings.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("replacing ClusterRoleBinding %s in %s: %w", name, path, err)
+	// Two inits at once (of two ESPWs of one center: the root binding is shared) may both find
+	// the binding missing; the one whose create meets the other's binding reads it again.
+	for attempt := 0; ; attempt++ {
+		got, err := bindings.Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return fmt.Errorf("reading ClusterRoleBinding %s in %s: %w", name, path, err)
+		case equality.Semantic.DeepEqual(got.RoleRef, want.RoleRef) && equality.Semantic.DeepEqual(got.Subjects, want.Subjects):
+			res.Unchanged = append(res.Unchanged, "ClusterRoleBinding "+name)
+			return nil
+		default:
+			if err := bindings.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("replacing ClusterRoleBinding %s in %s: %w", name, path, err)
+			}
 		}
+		_, err = bindings.Create(ctx, want, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) && attempt < 3 {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("creating ClusterRoleBinding %s in %s: %w", name, path, err)
+		}
+		if got != nil && got.Name != "" {
+			res.Updated = append(res.Updated, "ClusterRoleBinding "+name)
+		} else {
+			res.Created = append(res.Created, "ClusterRoleBinding "+name)
+		}
+		return nil
 	}
-	if _, err := bindings.Create(ctx, want, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating ClusterRoleBinding %s in %s: %w", name, path, err)
-	}
-	if got != nil && got.Name != "" {
-		res.Updated = append(res.Updated, "ClusterRoleBinding "+name)
-	} else {
-		res.Created = append(res.Created, "ClusterRoleBinding "+name)
-	}
-	return nil
 }
 
 // getCreateUpdater is the part of a typed client that ensure uses.
