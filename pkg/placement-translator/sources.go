@@ -303,6 +303,28 @@ func isKCPBuiltIn(gr schema.GroupResource) bool {
 	return false
 }
 
+// placeable says whether a workload workspace has a resource that can be placed of the given
+// name, in the given API group (any group if group is nil): one that the virtual workspace
+// serves, or a custom kind of one of the workspace's CRDs.
+func (s *sources) placeable(cluster logicalcluster.Name, group *string, name string) bool {
+	matches := func(gvr schema.GroupVersionResource) bool {
+		return gvr.Resource == name && (group == nil || gvr.Group == *group)
+	}
+	for _, r := range s.resources {
+		if matches(r.gvr) {
+			return true
+		}
+	}
+	s.customMu.Lock()
+	defer s.customMu.Unlock()
+	for key := range s.custom {
+		if key.cluster == cluster.String() && matches(key.gvr) {
+			return true
+		}
+	}
+	return false
+}
+
 // resourceOf returns the resource, served through the virtual workspace, of a group and
 // resource.
 func (s *sources) resourceOf(gr schema.GroupResource) (resource, bool) {
