@@ -84,13 +84,15 @@ spec:
 		}
 		return true, ""
 	})
-	w.statusShows(t, "shop", false, "Failing", "deployments.apps/shop/broken")
+	w.statusShows(t, "shop", false, "Failing", "Broken in shop")
 	w.goodKeepsConverging(t)
 }
 
-// TestHandEditsInAMailboxArePutBack edits, as a kcp admin could, the SyncerConfig and the good
-// placement's Assemblage in a mailbox: the controllers put both back, the edge keeps what it has
-// (same UIDs, nothing rewritten), and the good placement keeps converging.
+// TestHandEditsInAMailboxArePutBack edits, as a kcp admin could, the SyncerConfig (its heartbeat
+// and an upsync rule added) and the good placement's Assemblage (its version, data and object
+// list, and a shared entry added) in a mailbox: the placement translator puts both back, added
+// fields included, the edge keeps what it has (same UID and resourceVersion), and the good
+// placement keeps converging.
 func TestHandEditsInAMailboxArePutBack(t *testing.T) {
 	w := setUp(t)
 	mb := w.Mailbox(t, "edge1")
@@ -130,7 +132,10 @@ func TestHandEditsInAMailboxArePutBack(t *testing.T) {
 		t.Fatalf("no assemblage %s in the mailbox %s", name, mb)
 	}
 	start = time.Now()
-	edit, _ := json.Marshal(map[string]any{"spec": map[string]any{"version": "edited-by-hand", "data": []byte("not an assemblage"), "objects": []string{"configmaps/good/intruder"}}})
+	edit, _ := json.Marshal(map[string]any{"spec": map[string]any{"version": "edited-by-hand", "data": []byte("not an assemblage"), "objects": []string{"configmaps/good/intruder"},
+		// A field the translator leaves out when it has nothing for it: the syncer would take
+		// good/config for another assemblage's and leave it alone.
+		"shared": []map[string]string{{"object": "configmaps/good/config", "assemblage": "someone-else"}}}})
 	if _, err := mailbox.Resource(assemblages).Patch(ctx, name, types.MergePatchType, edit, metav1.PatchOptions{}); err != nil {
 		t.Fatalf("editing the assemblage: %v", err)
 	}
@@ -138,8 +143,9 @@ func TestHandEditsInAMailboxArePutBack(t *testing.T) {
 		if a == nil {
 			return "absent"
 		}
-		if a.Spec.Version != orig.Spec.Version || a.Spec.Digest != orig.Spec.Digest || strings.Join(a.Spec.Objects, ",") != strings.Join(orig.Spec.Objects, ",") {
-			return fmt.Sprintf("version %s, digest %s, objects %v; want %s, %s, %v", a.Spec.Version, a.Spec.Digest, a.Spec.Objects, orig.Spec.Version, orig.Spec.Digest, orig.Spec.Objects)
+		if a.Spec.Version != orig.Spec.Version || a.Spec.Digest != orig.Spec.Digest || strings.Join(a.Spec.Objects, ",") != strings.Join(orig.Spec.Objects, ",") || len(a.Spec.Shared) != len(orig.Spec.Shared) {
+			return fmt.Sprintf("version %s, digest %s, objects %v, shared %v; want %s, %s, %v, %v", a.Spec.Version, a.Spec.Digest, a.Spec.Objects, a.Spec.Shared,
+				orig.Spec.Version, orig.Spec.Digest, orig.Spec.Objects, orig.Spec.Shared)
 		}
 		if a.Status.AppliedVersion != orig.Spec.Version {
 			return "applied version " + a.Status.AppliedVersion
