@@ -182,14 +182,22 @@ func (s *sources) crdChanged(crd *unstructured.Unstructured, deleted bool) {
 	}
 	s.customMu.Lock()
 	defer s.customMu.Unlock()
+	stopped := false
 	for key, src := range s.custom {
 		if key.cluster == cluster.String() && key.gvr.GroupResource() == (schema.GroupResource{Group: group, Resource: plural}) &&
 			(deleted || key.gvr.Version != version) {
 			src.stop()
 			delete(s.custom, key)
+			stopped = true
 		}
 	}
 	if deleted || version == "" || s.ctx == nil {
+		if stopped {
+			// The workspace's placements that name the kind learn that it is gone (an
+			// UnknownResource problem), whichever of this handler and the workload handler of
+			// the CRD ran first.
+			s.c.workloadChanged(crd)
+		}
 		return
 	}
 	key := customKey{cluster.String(), schema.GroupVersionResource{Group: group, Version: version, Resource: plural}}
@@ -207,6 +215,8 @@ func (s *sources) crdChanged(crd *unstructured.Unstructured, deleted bool) {
 	}
 	klog.FromContext(ctx).V(2).Info("watching a custom kind of a workload workspace", "cluster", cluster, "resource", key.gvr)
 	go inf.Run(ctx.Done())
+	// The workspace's placements that name the kind learn that it is there now, as above.
+	s.c.workloadChanged(crd)
 }
 
 // workloadHandler queues, on any change of a workload object, the mailboxes it can affect, and
