@@ -271,6 +271,32 @@ func placementState(p *edgev1alpha1.EdgePlacement) string {
 	}
 }
 
+// problemConditions are the conditions of a placement that say something is wrong with its
+// spec or its objects, which the user must fix: what the table's counts do not show.
+func problemConditions(p *edgev1alpha1.EdgePlacement) []metav1.Condition {
+	var out []metav1.Condition
+	for _, c := range p.Status.Conditions {
+		bad := false
+		switch c.Type {
+		case edgev1alpha1.PlacementScheduled:
+			bad = c.Status == metav1.ConditionFalse
+		case edgev1alpha1.PlacementProjected:
+			// Pending and MailboxNotReady pass by themselves; NoDestinations is Scheduled's.
+			bad = c.Status == metav1.ConditionFalse && c.Reason == "ProjectionFailed"
+		case edgev1alpha1.PlacementConflict, edgev1alpha1.PlacementUpsyncConflict, edgev1alpha1.PlacementRolloutStalled:
+			bad = c.Status == metav1.ConditionTrue
+		case edgev1alpha1.PlacementDependenciesReady:
+			bad = c.Reason == edgev1alpha1.ReasonDependencyMissing || c.Reason == edgev1alpha1.ReasonDependencyCycle
+		case edgev1alpha1.PlacementUpsynced:
+			bad = c.Status == metav1.ConditionFalse && c.Reason == "UpsyncFailed"
+		}
+		if bad {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 func (so *statusOptions) printPlacements(out io.Writer, where string, items []edgev1alpha1.EdgePlacement, detail bool) error {
 	if so.output != "" {
 		views := make([]placementView, 0, len(items))
@@ -299,6 +325,12 @@ func (so *statusOptions) printPlacements(out io.Writer, where string, items []ed
 	}
 	for i := range items {
 		p := &items[i]
+		if problems := problemConditions(p); len(problems) > 0 {
+			fmt.Fprintf(out, "\nProblems of %s:\n", p.Name)
+			for _, c := range problems {
+				fmt.Fprintf(out, "  %s %s (%s): %s\n", c.Type, c.Status, c.Reason, oneLine(c.Message, 400))
+			}
+		}
 		if len(p.Status.Broken) > 0 {
 			fmt.Fprintf(out, "\nBroken in %s (%d", p.Name, p.Status.BrokenCount)
 			if int(p.Status.BrokenCount) > len(p.Status.Broken) {

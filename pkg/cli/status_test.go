@@ -75,6 +75,28 @@ func TestPrintPlacementsShowsBrokenEntries(t *testing.T) {
 	}
 }
 
+func TestPrintPlacementsShowsProblemConditions(t *testing.T) {
+	p := placementWith(2, &edgev1alpha1.DestinationCounts{Ready: 2}, false)
+	p.Status.Conditions = []metav1.Condition{
+		{Type: edgev1alpha1.PlacementScheduled, Status: metav1.ConditionTrue, Reason: "Scheduled", Message: "1 Location, 2 SyncTargets"},
+		{Type: edgev1alpha1.PlacementProjected, Status: metav1.ConditionFalse, Reason: "ProjectionFailed", Message: `spec.downsync[0].resources names "nosuchthings"`},
+		{Type: edgev1alpha1.PlacementConflict, Status: metav1.ConditionFalse, Reason: "NoConflict", Message: "no object collides"},
+	}
+	var out bytes.Buffer
+	so := &statusOptions{Options: &Options{}}
+	if err := so.printPlacements(&out, "root:wmw", []edgev1alpha1.EdgePlacement{p}, false); err != nil {
+		t.Fatal(err)
+	}
+	if want := `Projected False (ProjectionFailed): spec.downsync[0].resources names "nosuchthings"`; !strings.Contains(out.String(), want) {
+		t.Errorf("output lacks %q:\n%s", want, out.String())
+	}
+	for _, unwanted := range []string{"1 Location, 2 SyncTargets", "no object collides"} {
+		if strings.Contains(out.String(), unwanted) {
+			t.Errorf("output shows a condition that is no problem (%q):\n%s", unwanted, out.String())
+		}
+	}
+}
+
 // mailboxAssemblage is an assemblage as a mailbox holds it, with a status as its syncer writes it.
 func mailboxAssemblage(t *testing.T, cluster, placement string, objects []string, shared map[string]string, states map[string]string) unstructured.Unstructured {
 	t.Helper()

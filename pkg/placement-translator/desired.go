@@ -2,6 +2,7 @@ package placementtranslator
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -34,13 +35,14 @@ const (
 
 // Problem reasons, per placement and destination.
 const (
-	problemConflict      = "Conflict"
-	problemCustomization = "CustomizationError"
-	problemSelection     = "InvalidDownsync"
-	problemDenatured     = "InvalidDenaturedObject"
-	problemMailbox       = "MailboxNotReady"
-	problemWrite         = "WriteError"
-	problemTooLarge      = edgev1alpha1.PlacementTooLarge
+	problemConflict        = "Conflict"
+	problemCustomization   = "CustomizationError"
+	problemSelection       = "InvalidDownsync"
+	problemUnknownResource = "UnknownResource"
+	problemDenatured       = "InvalidDenaturedObject"
+	problemMailbox         = "MailboxNotReady"
+	problemWrite           = "WriteError"
+	problemTooLarge        = edgev1alpha1.PlacementTooLarge
 )
 
 // copyKey identifies a copy in a mailbox, whatever version it is read at.
@@ -256,6 +258,23 @@ func (c *Controller) projectPlacement(pk placementKey, p *edgev1alpha1.EdgePlace
 			}
 		}
 	}
+	// A resource name that the workspace does not have selects nothing, silently: most likely a
+	// typo, or a custom kind whose CRD is not there (yet). The rest of the placement goes on.
+	for i, test := range p.Spec.Downsync {
+		for _, name := range test.Resources {
+			if name == "*" || c.workload.placeable(cluster, test.APIGroup, name) {
+				continue
+			}
+			where := "in any API group"
+			if test.APIGroup != nil {
+				where = fmt.Sprintf("in API group %q", *test.APIGroup)
+			}
+			d.problems = append(d.problems, problem{pk, problemUnknownResource, fmt.Sprintf(
+				"spec.downsync[%d].resources names %q, which is no resource of this workspace %s, so it selects nothing; "+
+					"give the lower-case plural that kubectl api-resources lists (and its apiGroup), or, for a custom kind, create its CRD in the workspace",
+				i, name, where)})
+		}
+	}
 	d.revisions[pk] = c.revisionOf(p, selected)
 	for key, wo := range selected {
 		copyObj, err := c.makeCopy(wo, params)
@@ -325,11 +344,32 @@ func (c *Controller) makeCopy(wo workloadObject, params customize.Parameters) (*
 		}
 	}
 	if err := customize.Apply(out.Object, customizer, params); err != nil {
-		return nil, &projectionError{problemCustomization, fmt.Sprintf("customising %s: %v", id, err)}
+		return nil, &projectionError{problemCustomization, customizationMessage(id, customizer, err)}
 	}
 	return out, nil
 }
 
 func keyOf(wo workloadObject) copyKey {
 	return copyKey{gr: wo.resource.gvr.GroupResource(), namespace: wo.obj.GetNamespace(), name: wo.obj.GetName()}
+}
+
+// customizationMessage says what failed in customising the object id, where (the Customizer, if
+// the failure is in one of its replacements) and how to fix it.
+func customizationMessage(id string, customizer *edgev1alpha1.Customizer, err error) string {
+	msg := "customising " + id
+	var ce *customize.Error
+	if !errors.As(err, &ce) {
+		return fmt.Sprintf("%s: %v", msg, err)
+	}
+	if ce.Replacement > 0 && customizer != nil {
+		msg += fmt.Sprintf(" with Customizer %s/%s", customizer.Namespace, customizer.Name)
+	}
+	msg += fmt.Sprintf(": %v", err)
+	switch {
+	case ce.Key != "":
+		msg += fmt.Sprintf("; label or annotate the destination's SyncTarget or Location with %q, or change %%(%s)", ce.Key, ce.Key)
+	case ce.Replacement > 0:
+		msg += "; fix that replacement of the Customizer"
+	}
+	return msg + " (a copy delivered before keeps its last good version)"
 }

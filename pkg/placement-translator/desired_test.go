@@ -14,6 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+
+	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/placement-translator/customize"
 )
 
 func TestCopyKeyString(t *testing.T) {
@@ -288,11 +291,76 @@ func TestComputeDesiredInvalidDownsync(t *testing.T) {
 	}
 }
 
+func TestComputeDesiredUnknownResource(t *testing.T) {
+	w := newTestWorld(t)
+	w.placement(t, "ws1", "typo", []any{
+		map[string]any{"resources": []any{"configmaps", "nosuchthings", "*"}, "namespaces": []any{"app"}},
+		map[string]any{"apiGroup": "apps", "resources": []any{"deployment", "deployments"}, "namespaces": []any{"app"}},
+		// configmaps exist, but not in apps.
+		map[string]any{"apiGroup": "apps", "resources": []any{"configmaps"}},
+	})
+	w.workload(t, namespacesGVR, obj("v1", "Namespace", "ws1", "", "app", nil))
+	w.workload(t, configMapsGVR, obj("v1", "ConfigMap", "ws1", "app", "cfg", nil))
+
+	d, ok := w.c.computeDesired(testMailbox, nil)
+	if !ok {
+		t.Fatal("computeDesired() not ok")
+	}
+	if d.copies[ck(configMapsGVR, "app", "cfg")] == nil {
+		t.Errorf("the rest of the placement is not delivered: copies %v", d.copies)
+	}
+	var got []string
+	for _, p := range d.problems {
+		if p.reason != problemUnknownResource {
+			t.Errorf("problem %+v, want reason %s", p, problemUnknownResource)
+		}
+		got = append(got, p.message)
+	}
+	want := []string{
+		`spec.downsync[0].resources names "nosuchthings", which is no resource of this workspace in any API group`,
+		`spec.downsync[1].resources names "deployment", which is no resource of this workspace in API group "apps"`,
+		`spec.downsync[2].resources names "configmaps", which is no resource of this workspace in API group "apps"`,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("problems = %q, want %d", got, len(want))
+	}
+	for i := range want {
+		if !strings.Contains(got[i], want[i]) || !strings.Contains(got[i], "kubectl api-resources") || !strings.HasPrefix(got[i], "destination inv:st1: ") {
+			t.Errorf("problem %d = %q, want it to contain %q, the fix and the destination", i, got[i], want[i])
+		}
+	}
+}
+
 func TestComputeDesiredNoPlacements(t *testing.T) {
 	w := newTestWorld(t)
 	w.workload(t, configMapsGVR, obj("v1", "ConfigMap", "ws1", "app", "cfg", nil))
 	d, ok := w.c.computeDesired(testMailbox, nil)
 	if !ok || len(d.copies) != 0 || len(d.problems) != 0 || len(d.placements) != 0 {
 		t.Errorf("computeDesired() = %+v, %v; want nothing", d, ok)
+	}
+}
+
+func TestCustomizationMessageNamesTheCustomizerAndTheFix(t *testing.T) {
+	cz := &edgev1alpha1.Customizer{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "web"}}
+	for _, tt := range []struct {
+		err  error
+		want []string
+	}{
+		{&customize.Error{Replacement: 2, Path: "$.spec.x[3]", Msg: "index 3 is out of range"},
+			[]string{"customising deployments.apps/app/web with Customizer app/web: replacement 2 ($.spec.x[3]): index 3 is out of range", "fix that replacement"}},
+		{&customize.Error{Replacement: 1, Path: "$.spec.image", Key: "zone", Msg: "not a label"},
+			[]string{"with Customizer app/web", `unknown parameter "zone"`, `label or annotate the destination's SyncTarget or Location with "zone", or change %(zone)`}},
+		{&customize.Error{Path: "data.region", Key: "zone", Msg: "not a label"},
+			[]string{"customising deployments.apps/app/web: unknown parameter \"zone\" in data.region", `with "zone"`}},
+	} {
+		got := customizationMessage("deployments.apps/app/web", cz, tt.err)
+		for _, w := range tt.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("message %q lacks %q", got, w)
+			}
+		}
+		if tt.err.(*customize.Error).Replacement == 0 && strings.Contains(got, "Customizer app/web") {
+			t.Errorf("message %q blames the Customizer for the object's own %%(key)", got)
+		}
 	}
 }

@@ -1,7 +1,9 @@
 package placementtranslator
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -400,11 +402,30 @@ func (c *Controller) applyObject(ctx context.Context, mb logicalcluster.Path, gv
 	u := &unstructured.Unstructured{Object: content}
 	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
 	unstructured.RemoveNestedField(u.Object, "status")
-	out, err := c.cfg.Admin.Cluster(mb).Resource(gvr).Apply(ctx, name, u, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	client := c.cfg.Admin.Cluster(mb).Resource(gvr)
+	out, err := client.Apply(ctx, name, u, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
 	if err != nil {
 		return nil, fmt.Errorf("writing %s %s into mailbox %s: %w", gvr.Resource, name, mb, err)
 	}
+	// The translator alone decides the spec of what it writes into mailboxes. Server-side apply
+	// takes over every field the translator gives, but leaves alone those that someone else set
+	// and the translator omits (an upsync rule added by hand to a SyncerConfig, a shared entry
+	// added to an assemblage): if any is left, the spec is replaced as a whole.
+	if !sameJSON(out.Object["spec"], u.Object["spec"]) {
+		out.Object["spec"] = u.Object["spec"]
+		if out, err = client.Update(ctx, out, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
+			return nil, fmt.Errorf("putting back the spec of %s %s in mailbox %s, which holds fields the translator did not write: %w", gvr.Resource, name, mb, err)
+		}
+		klog.FromContext(ctx).Info("put back the spec of an object in a mailbox that held fields the translator did not write", "mailbox", mb, "resource", gvr.Resource, "name", name)
+	}
 	return out, nil
+}
+
+// sameJSON says whether a and b encode to the same JSON (maps encode with sorted keys).
+func sameJSON(a, b any) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && bytes.Equal(ja, jb)
 }
 
 // writtenAssemblages remembers the assemblages the translator wrote until the mailbox view shows

@@ -2,10 +2,12 @@ package placementtranslator
 
 import (
 	"context"
+	"encoding/json"
 	"reflect"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kcp-dev/logicalcluster/v3"
@@ -107,5 +109,41 @@ func TestRevisionIsStable(t *testing.T) {
 	pk := placementKey{"ws1", "p1"}
 	if first.revisions[pk] == "" || first.revisions[pk] != second.revisions[pk] {
 		t.Errorf("revisions %q and %q of the same content", first.revisions[pk], second.revisions[pk])
+	}
+}
+
+// TestSameJSONOfWhatTheServerReturns: the spec the translator applies, as it converts it, and
+// the same spec as the server returns it (decoded from JSON) compare equal, so that a normal
+// write is not followed by a second one; a field added by hand does not.
+func TestSameJSONOfWhatTheServerReturns(t *testing.T) {
+	for _, obj := range []any{
+		&edgev1alpha1.Assemblage{Spec: edgev1alpha1.AssemblageSpec{
+			Placement: edgev1alpha1.PlacementReference{Cluster: "c", Name: "p"}, Version: "v1", Format: transport.FormatV1,
+			Objects: []string{"configmaps/a/b"}, ObjectCount: 1, Parts: 2, Data: []byte{0, 1, 2, 255}, Digest: "d"}},
+		&edgev1alpha1.AssemblagePart{Spec: edgev1alpha1.AssemblagePartSpec{Assemblage: "a", Version: "v1", Index: 1, Data: []byte("xyz"), Digest: "d"}},
+		&edgev1alpha1.SyncerConfig{Spec: edgev1alpha1.SyncerConfigSpec{
+			Upsync:    []edgev1alpha1.UpsyncSet{{Resources: []string{"configmaps"}, Namespaces: []string{"app"}}},
+			Heartbeat: &edgev1alpha1.HeartbeatSettings{IntervalSeconds: 5}}},
+	} {
+		applied, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := json.Marshal(applied)
+		if err != nil {
+			t.Fatal(err)
+		}
+		returned := map[string]any{}
+		if err := json.Unmarshal(raw, &returned); err != nil {
+			t.Fatal(err)
+		}
+		if !sameJSON(returned["spec"], applied["spec"]) {
+			t.Errorf("%T: the spec as returned differs from the spec as applied:\n%v\n%v", obj, returned["spec"], applied["spec"])
+		}
+		spec := returned["spec"].(map[string]any)
+		spec["shared"] = []any{map[string]any{"object": "x", "assemblage": "y"}}
+		if sameJSON(returned["spec"], applied["spec"]) {
+			t.Errorf("%T: a field added by hand goes unnoticed", obj)
+		}
 	}
 }

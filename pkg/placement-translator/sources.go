@@ -182,14 +182,22 @@ func (s *sources) crdChanged(crd *unstructured.Unstructured, deleted bool) {
 	}
 	s.customMu.Lock()
 	defer s.customMu.Unlock()
+	stopped := false
 	for key, src := range s.custom {
 		if key.cluster == cluster.String() && key.gvr.GroupResource() == (schema.GroupResource{Group: group, Resource: plural}) &&
 			(deleted || key.gvr.Version != version) {
 			src.stop()
 			delete(s.custom, key)
+			stopped = true
 		}
 	}
 	if deleted || version == "" || s.ctx == nil {
+		if stopped {
+			// The workspace's placements that name the kind learn that it is gone (an
+			// UnknownResource problem), whichever of this handler and the workload handler of
+			// the CRD ran first.
+			s.c.workloadChanged(crd)
+		}
 		return
 	}
 	key := customKey{cluster.String(), schema.GroupVersionResource{Group: group, Version: version, Resource: plural}}
@@ -207,6 +215,8 @@ func (s *sources) crdChanged(crd *unstructured.Unstructured, deleted bool) {
 	}
 	klog.FromContext(ctx).V(2).Info("watching a custom kind of a workload workspace", "cluster", cluster, "resource", key.gvr)
 	go inf.Run(ctx.Done())
+	// The workspace's placements that name the kind learn that it is there now, as above.
+	s.c.workloadChanged(crd)
 }
 
 // workloadHandler queues, on any change of a workload object, the mailboxes it can affect, and
@@ -299,6 +309,28 @@ func isKCPBuiltIn(gr schema.GroupResource) bool {
 	switch gr.Group {
 	case "", "rbac.authorization.k8s.io", "apiextensions.k8s.io":
 		return gr.Resource != "services" && gr.Resource != "persistentvolumeclaims"
+	}
+	return false
+}
+
+// placeable says whether a workload workspace has a resource that can be placed of the given
+// name, in the given API group (any group if group is nil): one that the virtual workspace
+// serves, or a custom kind of one of the workspace's CRDs.
+func (s *sources) placeable(cluster logicalcluster.Name, group *string, name string) bool {
+	matches := func(gvr schema.GroupVersionResource) bool {
+		return gvr.Resource == name && (group == nil || gvr.Group == *group)
+	}
+	for _, r := range s.resources {
+		if matches(r.gvr) {
+			return true
+		}
+	}
+	s.customMu.Lock()
+	defer s.customMu.Unlock()
+	for key := range s.custom {
+		if key.cluster == cluster.String() && matches(key.gvr) {
+			return true
+		}
 	}
 	return false
 }

@@ -320,8 +320,8 @@ func placementConditions(destinations, notDone int, problems []problem) (project
 		if p.reason != problemMailbox {
 			allMailboxNotReady = false
 		}
-		others = append(others, p.reason+": "+p.message)
 	}
+	others = groupedProblems(problems)
 	if len(conflicts) > 0 {
 		conflict.Status, conflict.Reason = metav1.ConditionTrue, edgev1alpha1.ReasonConflictingProjection
 		conflict.Message = quote(conflicts)
@@ -344,6 +344,62 @@ func placementConditions(destinations, notDone int, problems []problem) (project
 		projected.Message = fmt.Sprintf("the selected objects are in the mailboxes of all %d destinations", destinations)
 	}
 	return projected, conflict
+}
+
+// groupedProblems quotes each problem once, sorted, with the destinations where it is: a problem
+// of the placement itself (an unknown resource, a Customizer that fails everywhere) is the same at
+// every destination, and a message listing it per destination would say little else. The
+// destinations are those of the "destination <cluster>:<name>: " prefix of the messages.
+func groupedProblems(problems []problem) []string {
+	type group struct {
+		reason, rest string
+		dests        map[string]bool
+	}
+	groups := map[string]*group{}
+	for _, p := range problems {
+		dest, rest := "", p.message
+		if after, ok := strings.CutPrefix(p.message, "destination "); ok {
+			if d, r, ok := strings.Cut(after, ": "); ok {
+				dest, rest = d, r
+			}
+		}
+		key := p.reason + ": " + rest
+		g := groups[key]
+		if g == nil {
+			g = &group{reason: p.reason, rest: rest, dests: map[string]bool{}}
+			groups[key] = g
+		}
+		if dest != "" {
+			g.dests[dest] = true
+		}
+	}
+	keys := make([]string, 0, len(groups))
+	for k := range groups {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		g := groups[k]
+		dests := make([]string, 0, len(g.dests))
+		for d := range g.dests {
+			dests = append(dests, d)
+		}
+		sort.Strings(dests)
+		switch len(dests) {
+		case 0:
+			out = append(out, g.reason+": "+g.rest)
+		case 1:
+			out = append(out, g.reason+": destination "+dests[0]+": "+g.rest)
+		default:
+			shown := dests
+			if len(shown) > maxProblemsInMessage {
+				shown = append(shown[:maxProblemsInMessage:maxProblemsInMessage], fmt.Sprintf("and %d more", len(dests)-maxProblemsInMessage))
+			}
+			out = append(out, fmt.Sprintf("%s at %d destinations (%s): %s", g.reason, len(dests), strings.Join(shown, ", "), g.rest))
+		}
+	}
+	return out
 }
 
 // upsyncConditions computes Upsynced and UpsyncConflict from the rules that cannot be honoured

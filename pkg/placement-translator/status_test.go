@@ -95,8 +95,25 @@ func TestPlacementConditions(t *testing.T) {
 			},
 			wantStatus: metav1.ConditionFalse,
 			wantReason: ReasonProjectionFailed,
-			wantMessage: "6 problem(s) among 4 destinations: WriteError: one; CustomizationError: two; " +
-				"WriteError: three; and 2 more",
+			wantMessage: "6 problem(s) among 4 destinations: CustomizationError: two; WriteError: five; " +
+				"WriteError: four; and 2 more",
+			wantConflict:       metav1.ConditionFalse,
+			wantConflictReason: ReasonNoConflict,
+		},
+		{
+			name:         "a problem of the placement is quoted once, with its destinations",
+			destinations: 5,
+			problems: []problem{
+				{pkA, problemUnknownResource, "destination inv:st3: spec.downsync[0].resources names \"x\""},
+				{pkA, problemWrite, "destination inv:st2: boom"},
+				{pkA, problemUnknownResource, "destination inv:st1: spec.downsync[0].resources names \"x\""},
+				{pkA, problemUnknownResource, "destination inv:st5: spec.downsync[0].resources names \"x\""},
+				{pkA, problemUnknownResource, "destination inv:st4: spec.downsync[0].resources names \"x\""},
+			},
+			wantStatus: metav1.ConditionFalse,
+			wantReason: ReasonProjectionFailed,
+			wantMessage: "5 problem(s) among 5 destinations: UnknownResource at 4 destinations (inv:st1, inv:st3, inv:st4, and 1 more): " +
+				"spec.downsync[0].resources names \"x\"; WriteError: destination inv:st2: boom",
 			wantConflict:       metav1.ConditionFalse,
 			wantConflictReason: ReasonNoConflict,
 		},

@@ -141,6 +141,9 @@ func (e *Engine) SetPlacement(key PlacementKey, selectors []edgev1alpha1.LabelSe
 			link(p, l, now)
 		}
 	}
+	// A placement that matches no Location has a message that quotes its selectors, which
+	// have changed.
+	changed = changed || len(p.locations) == 0
 	if !changed {
 		return nil
 	}
@@ -365,7 +368,7 @@ func (e *Engine) Result(key PlacementKey) (Result, bool) {
 			Message: "spec.locationSelectors is empty, so no Location is selected; add a selector that matches the labels of some Locations"}, true
 	case len(p.locations) == 0:
 		return Result{Status: metav1.ConditionFalse, Reason: edgev1alpha1.ReasonNoLocationMatches,
-			Message: noLocationMessage(len(p.raw))}, true
+			Message: noLocationMessage(p.selectors)}, true
 	}
 
 	// Every (SyncTarget, Location) pair, sorted so that each SyncTarget's pairs are together, in
@@ -621,11 +624,20 @@ func errorText(err error) string {
 	return err.Error()
 }
 
-func noLocationMessage(selectors int) string {
-	if selectors == 1 {
-		return "no Location matches the locationSelector"
+func noLocationMessage(selectors []labels.Selector) string {
+	const fix = "; compare with the Locations' labels (kubectl get locations --show-labels in each inventory workspace), then change the selector or label a Location"
+	if len(selectors) == 1 {
+		return fmt.Sprintf("no Location matches the locationSelector %q", selectors[0].String()) + fix
 	}
-	return fmt.Sprintf("no Location matches any of the %d locationSelectors", selectors)
+	shown := make([]string, 0, maxReportedSelectorErrors)
+	for i, s := range selectors {
+		if i == maxReportedSelectorErrors {
+			shown = append(shown, fmt.Sprintf("and %d more", len(selectors)-i))
+			break
+		}
+		shown = append(shown, fmt.Sprintf("%q", s.String()))
+	}
+	return fmt.Sprintf("no Location matches any of the %d locationSelectors (%s)", len(selectors), strings.Join(shown, ", ")) + fix
 }
 
 // countNoun returns e.g. "1 Location" or "3 Locations".

@@ -282,13 +282,13 @@ func TestMatching(t *testing.T) {
 		events:      inventory,
 		selectors:   []edgev1alpha1.LabelSelector{matchLabels("env", "moon")},
 		wantReason:  edgev1alpha1.ReasonNoLocationMatches,
-		wantMessage: "no Location matches the locationSelector",
+		wantMessage: `no Location matches the locationSelector "env=moon"; compare with the Locations' labels`,
 	}, {
 		name:        "no Location matches two selectors",
 		events:      inventory,
 		selectors:   []edgev1alpha1.LabelSelector{matchLabels("env", "moon"), matchLabels("env", "mars")},
 		wantReason:  edgev1alpha1.ReasonNoLocationMatches,
-		wantMessage: "no Location matches any of the 2 locationSelectors",
+		wantMessage: `no Location matches any of the 2 locationSelectors ("env=moon", "env=mars")`,
 	}, {
 		name:          "a Location that selects no SyncTarget",
 		events:        []event{setLocation("c1", "l", lbls("x", "y"), bySite("nowhere")), setTarget("c1", "st", nil, false)},
