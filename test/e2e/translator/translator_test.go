@@ -219,7 +219,7 @@ spec:
 
 	t.Run("an unknown key is a condition and the last good copy stays, until the Locations get the label", func(t *testing.T) {
 		f.kubectl(t, f.wmwA, "patch", "configmap", "settings", "-n", "app", "--type=merge", "-p", `{"data":{"extra":"2","zone":"%(zone)"}}`)
-		f.condition(t, f.wmwA, "app", "Projected", metav1.ConditionFalse, `unknown parameter "zone"`, "configmaps/app/settings", "destination ")
+		f.condition(t, f.wmwA, "app", "Projected", metav1.ConditionFalse, `unknown parameter "zone"`, "configmaps/app/settings", "at 4 destinations (", `label or annotate`)
 		f.expectEverywhere(t, "last good copy", func(_, _ string, _ []string, objs map[string]*unstructured.Unstructured) string {
 			if got := field(objs, "configmaps/app/settings", "data", "extra"); got != "1" {
 				return "extra is " + got + ", want the last good 1"
