@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kcp-dev/logicalcluster/v3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
@@ -116,6 +117,31 @@ func EventuallyObject(t *testing.T, what string, client dynamic.Interface, gvr s
 		return true, ""
 	})
 	return last
+}
+
+// EventuallyPlacementCondition waits until the EdgePlacement's condition of condType has the
+// given status and its message contains every fragment, and returns the message.
+func EventuallyPlacementCondition(t *testing.T, client dynamic.Interface, placement, condType string, status metav1.ConditionStatus, fragments ...string) string {
+	t.Helper()
+	gvr := schema.GroupVersionResource{Group: "edge.kcp.io", Version: "v1alpha1", Resource: "edgeplacements"}
+	var msg string
+	EventuallyObject(t, "condition "+condType, client, gvr, "", placement, func(u *unstructured.Unstructured) string {
+		if u == nil {
+			return "absent"
+		}
+		s, reason, m := ConditionStatus(u, condType)
+		msg = m
+		if s != status {
+			return fmt.Sprintf("%s is %q (%s: %s), want %s", condType, s, reason, m, status)
+		}
+		for _, frag := range fragments {
+			if !strings.Contains(m, frag) {
+				return fmt.Sprintf("%s message %q lacks %q", condType, m, frag)
+			}
+		}
+		return ""
+	})
+	return msg
 }
 
 // Present is a check for EventuallyObject: the object exists.

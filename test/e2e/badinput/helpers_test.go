@@ -97,25 +97,7 @@ func (w *world) goodKeepsConverging(t *testing.T) {
 // every fragment, and returns the message.
 func (w *world) condition(t *testing.T, placement, condType string, status metav1.ConditionStatus, fragments ...string) string {
 	t.Helper()
-	var msg string
-	framework.Eventually(t, framework.Converge, func() (bool, string) {
-		u := framework.GetObject(t, framework.KCP(t).DynamicClient(t, w.WMW), placements, "", placement)
-		if u == nil {
-			return false, "no EdgePlacement " + placement
-		}
-		s, reason, m := framework.ConditionStatus(u, condType)
-		msg = m
-		if s != status {
-			return false, fmt.Sprintf("EdgePlacement %s: %s is %q (%s: %s), want %s", placement, condType, s, reason, m, status)
-		}
-		for _, frag := range fragments {
-			if !strings.Contains(m, frag) {
-				return false, fmt.Sprintf("EdgePlacement %s: %s message %q lacks %q", placement, condType, m, frag)
-			}
-		}
-		return true, ""
-	})
-	return msg
+	return framework.EventuallyPlacementCondition(t, framework.KCP(t).DynamicClient(t, w.WMW), placement, condType, status, fragments...)
 }
 
 // reason returns the reason of the placement's condition.

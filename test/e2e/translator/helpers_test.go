@@ -213,23 +213,5 @@ func field(objs map[string]*unstructured.Unstructured, id string, path ...string
 // contains every given fragment, and returns the message.
 func (f *fleet) condition(t *testing.T, ws logicalcluster.Path, placement, condType string, status metav1.ConditionStatus, fragments ...string) string {
 	t.Helper()
-	var msg string
-	framework.Eventually(t, converge, func() (bool, string) {
-		u, err := framework.KCP(t).DynamicClient(t, ws).Resource(placementsGVR).Get(framework.Context(t, 10*time.Second), placement, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		s, reason, m := framework.ConditionStatus(u, condType)
-		msg = m
-		if s != status {
-			return false, fmt.Sprintf("%s %s is %s (%s: %s), want %s", placement, condType, s, reason, m, status)
-		}
-		for _, frag := range fragments {
-			if !strings.Contains(m, frag) {
-				return false, fmt.Sprintf("%s %s message %q lacks %q", placement, condType, m, frag)
-			}
-		}
-		return true, ""
-	})
-	return msg
+	return framework.EventuallyPlacementCondition(t, framework.KCP(t).DynamicClient(t, ws), placement, condType, status, fragments...)
 }
