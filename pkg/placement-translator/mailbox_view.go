@@ -181,9 +181,20 @@ func (v *mailboxView) syncerConfigOf(cluster logicalcluster.Name) *edgev1alpha1.
 	return nil
 }
 
+// dataChecked marks a cached object whose data slimData has checked and dropped. A transform
+// must be idempotent: client-go applies it twice to the objects of a relist in watch-list mode
+// (once in the reflector's temporary store, once more in the informer's queue), and a second
+// check, with the data gone, would find every digest wrong and have every assemblage written
+// again, and again at each reconcile, since a write that changes nothing brings no event.
+const dataChecked = "edge-mc.dataChecked"
+
 // slimData drops the data at path of a cached object after checking it against the digest next
 // to it: a mismatch replaces the digest by digestMismatch.
 func slimData(u *unstructured.Unstructured, path ...string) {
+	if _, done := u.Object[dataChecked]; done {
+		return
+	}
+	u.Object[dataChecked] = true
 	parent := path[:len(path)-1]
 	data, _, _ := unstructured.NestedString(u.Object, path...)
 	digest, _, _ := unstructured.NestedString(u.Object, append(append([]string{}, parent...), "digest")...)

@@ -1,6 +1,7 @@
 package translator
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -214,4 +215,19 @@ func field(objs map[string]*unstructured.Unstructured, id string, path ...string
 func (f *fleet) condition(t *testing.T, ws logicalcluster.Path, placement, condType string, status metav1.ConditionStatus, fragments ...string) string {
 	t.Helper()
 	return framework.EventuallyPlacementCondition(t, framework.KCP(t).DynamicClient(t, ws), placement, condType, status, fragments...)
+}
+
+// describeAssemblage shows an assemblage as JSON, its data replaced by the data's length and
+// digest: what distinguishes one write of it from another.
+func describeAssemblage(a *edgev1alpha1.Assemblage) string {
+	if a == nil {
+		return "absent"
+	}
+	c := a.DeepCopy()
+	c.Spec.Data = []byte(fmt.Sprintf("%d bytes, digest %s", len(a.Spec.Data), transport.Digest(a.Spec.Data)))
+	out, err := json.Marshal(c)
+	if err != nil {
+		return err.Error()
+	}
+	return string(out)
 }

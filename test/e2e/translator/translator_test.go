@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 	"github.com/kcp-dev/edge-mc/test/framework"
 )
 
@@ -181,11 +182,11 @@ spec:
 			}
 			return ""
 		})
-		versions := func() map[string]string {
-			out := map[string]string{}
+		versions := func() map[string]*edgev1alpha1.Assemblage {
+			out := map[string]*edgev1alpha1.Assemblage{}
 			for _, dest := range f.sortedDestinations() {
 				for name, a := range assemblages(t, f.mailbox(t, dest)) {
-					out[dest+"/"+name] = a.assemblage.ResourceVersion
+					out[dest+"/"+name] = a.assemblage
 				}
 			}
 			return out
@@ -201,14 +202,15 @@ spec:
 		time.Sleep(2 * time.Second) // anything else the edit would write is written by now
 		after := versions()
 		rewritten := 0
-		for key, rv := range after {
-			changed := before[key] != rv
+		for key, a := range after {
+			changed := before[key] == nil || before[key].ResourceVersion != a.ResourceVersion
 			isApp := strings.HasSuffix(key, ".app")
 			if changed {
 				rewritten++
 			}
 			if changed != isApp {
-				t.Errorf("assemblage %s: rewritten %v, want %v (the edit touches placement app only)", key, changed, isApp)
+				t.Errorf("assemblage %s: rewritten %v, want %v (the edit touches placement app only)\nbefore: %s\nafter:  %s",
+					key, changed, isApp, describeAssemblage(before[key]), describeAssemblage(a))
 			}
 		}
 		if rewritten != len(f.destinations) {
