@@ -46,7 +46,7 @@ func newEnsureWorkspaceCommand(o *Options, verb, what, does string, exportNames 
 parent workspaces, and %s,
 from the edge service provider workspace (--espw). Run "kubectl edge init" first.`, verb, verb, does),
 		Example: fmt.Sprintf("  kubectl edge ensure %s root:%s", verb, verb),
-		Args:    cobra.ExactArgs(1),
+		Args:    positional([]string{"<workspace path>"}, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := o.context(cmd)
 			defer cancel()

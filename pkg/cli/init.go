@@ -34,7 +34,7 @@ Run again, it changes nothing that is already in place.`,
   kubectl edge init --controller-token-file ecm.token --controller-kubeconfig ecm.kubeconfig
   edge-controller-manager --kubeconfig ecm.kubeconfig
   kubectl edge init --espw root:edge:espw --controller-user edge-mc-controllers --kubeconfig .kcp/admin.kubeconfig`,
-		Args: cobra.NoArgs,
+		Args: positional(nil, 0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := o.context(cmd)
 			defer cancel()

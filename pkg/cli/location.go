@@ -51,7 +51,7 @@ first. Next, run "kubectl edge prep-for-syncer <name> --imw ..." to install the 
 edge cluster.`,
 		Example: `  kubectl edge ensure location edge-1 env=prod region=eu-west --imw root:imw
   kubectl edge ensure location edge-1 env=staging region- --imw root:imw   # change env, drop region`,
-		Args: cobra.MinimumNArgs(1),
+		Args: positional([]string{"<name>"}, -1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := o.context(cmd)
 			defer cancel()
@@ -136,7 +136,7 @@ management workspace --imw. The mailbox controller then deletes the SyncTarget's
 the edge cluster's syncer loses its access to the center. Objects already absent are fine: run
 again, it changes nothing.`,
 		Example: `  kubectl edge remove location edge-1 --imw root:imw`,
-		Args:    cobra.ExactArgs(1),
+		Args:    positional([]string{"<name>"}, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := o.context(cmd)
 			defer cancel()

@@ -101,7 +101,7 @@ With -o the output goes to a file of mode 0600. Run again, it prints the same.`,
   kubectl --kubeconfig edge-1.kubeconfig apply -f edge-1-syncer.yaml
 
   kubectl edge prep-for-syncer edge-1 --imw root:imw --kubeconfig-only -o edge-1-mailbox.kubeconfig`,
-		Args: cobra.ExactArgs(1),
+		Args: positional([]string{"<synctarget>"}, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := o.context(cmd)
 			defer cancel()

@@ -39,7 +39,7 @@ placement of the workload workspace (the current workspace of your kubeconfig, o
 		Short: "Show the rollout of a placement; -w follows it until it completes, and fails if it stalls",
 		Example: `  kubectl edge rollout status web
   kubectl edge rollout status web -w`,
-		Args: cobra.ExactArgs(1),
+		Args: positional([]string{"<placement>"}, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := o.context(cmd)
 			defer cancel()
@@ -50,7 +50,7 @@ placement of the workload workspace (the current workspace of your kubeconfig, o
 	pause := &cobra.Command{
 		Use:   "pause <placement>",
 		Short: "Pause a placement's rollout: no destination gets a version it does not have yet",
-		Args:  cobra.ExactArgs(1),
+		Args:  positional([]string{"<placement>"}, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := o.context(cmd)
 			defer cancel()
@@ -65,7 +65,7 @@ placement of the workload workspace (the current workspace of your kubeconfig, o
 	resume := &cobra.Command{
 		Use:   "resume <placement>",
 		Short: "Resume a placement's rollout: unpause it, and open the pause gate it waits at",
-		Args:  cobra.ExactArgs(1),
+		Args:  positional([]string{"<placement>"}, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := o.context(cmd)
 			defer cancel()
@@ -90,7 +90,7 @@ placement of the workload workspace (the current workspace of your kubeconfig, o
 	history := &cobra.Command{
 		Use:   "history <placement>",
 		Short: "List the last revisions of a placement, with when each was published and completed",
-		Args:  cobra.ExactArgs(1),
+		Args:  positional([]string{"<placement>"}, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := o.context(cmd)
 			defer cancel()

@@ -45,6 +45,12 @@ func NewCommand(streams genericclioptions.IOStreams) *cobra.Command {
 Kubernetes clusters. It talks to kcp with your kubeconfig, as kubectl does (--kubeconfig, --context).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			if o.Timeout <= 0 {
+				return fmt.Errorf("--timeout %s: give a positive duration, such as 2m (the default is %s)", o.Timeout, workspaces.DefaultTimeout)
+			}
+			return nil
+		},
 	}
 	cmd.SetOut(streams.Out)
 	cmd.SetErr(streams.ErrOut)
@@ -53,6 +59,7 @@ Kubernetes clusters. It talks to kcp with your kubeconfig, as kubectl does (--ku
 	cmd.PersistentFlags().DurationVar(&o.Timeout, "timeout", workspaces.DefaultTimeout, "how long to wait for workspaces, bindings and mailboxes to become ready")
 
 	cmd.AddCommand(newInitCommand(o), newEnsureCommand(o), newRemoveCommand(o), newPrepForSyncerCommand(o), newStatusCommand(o), newRolloutCommand(o))
+	refuseUnknownVerbs(cmd)
 	return cmd
 }
 

@@ -56,7 +56,7 @@ workspaces under the ESPW).`,
   kubectl edge status web -w
   kubectl edge status --wmw root:wmw-a -o yaml
   kubectl edge status --target edge-1 --imw root:imw`,
-		Args: cobra.MaximumNArgs(1),
+		Args: positional(nil, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if so.output != "" && so.output != "json" && so.output != "yaml" {
 				return fmt.Errorf("-o %s: the output formats are json and yaml (or none, for the table)", so.output)
