@@ -31,7 +31,7 @@ func positional(required []string, optional int) cobra.PositionalArgs {
 			}
 			extra := args[len(required)+optional]
 			hint := ""
-			if strings.HasPrefix(extra, "root:") || strings.Contains(extra, ":") {
+			if strings.Contains(extra, ":") {
 				hint = "; a workspace path goes in a flag such as --imw or --espw"
 			}
 			return fmt.Errorf("%s: unexpected argument %q: it takes %s%s (%s)", cmd.CommandPath(), extra, takes, hint, usage)

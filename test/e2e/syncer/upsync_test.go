@@ -143,7 +143,7 @@ func TestUpsyncReturn(t *testing.T) {
 	t.Run("the same object at two edges is a conflict naming both, until one edge deletes it", func(t *testing.T) {
 		createConfigMap(t, ecA, "app", "shared", map[string]any{"from": "edge-a"})
 		createConfigMap(t, ecB, "app", "shared", map[string]any{"from": "edge-b"})
-		waitCondition(t, wmw, "reports", "UpsyncConflict", metav1.ConditionTrue, "configmaps/app/shared", "edge-a", "edge-b")
+		framework.EventuallyPlacementCondition(t, wmw, "reports", "UpsyncConflict", metav1.ConditionTrue, "configmaps/app/shared", "edge-a", "edge-b")
 		kept := eventually(t, "one of them kept", wmw, configMaps, "app", "shared", framework.Present)
 		winner := kept.GetAnnotations()["edge.kcp.io/upsynced-from"]
 		if got := fieldOf(kept, "data", "from"); got != winner {
@@ -157,7 +157,7 @@ func TestUpsyncReturn(t *testing.T) {
 		if err := loserEdge.Resource(configMaps).Namespace("app").Delete(framework.Context(t, 10*time.Second), "shared", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitCondition(t, wmw, "reports", "UpsyncConflict", metav1.ConditionFalse)
+		framework.EventuallyPlacementCondition(t, wmw, "reports", "UpsyncConflict", metav1.ConditionFalse)
 		after := framework.GetObject(t, wmw, configMaps, "app", "shared")
 		if after == nil || after.GetUID() != kept.GetUID() || after.GetAnnotations()["edge.kcp.io/upsynced-from"] != winner {
 			t.Errorf("the kept copy changed hands or was recreated: before %s from %s, after %v", kept.GetUID(), winner, after)
@@ -167,7 +167,7 @@ func TestUpsyncReturn(t *testing.T) {
 	t.Run("an object of the workspace's own is never overwritten, and is reported", func(t *testing.T) {
 		framework.Kubectl(t, "--kubeconfig", edgeA.KubeconfigPath, "create", "namespace", "mine").MustSucceed(t)
 		createConfigMap(t, ecA, "mine", "owned", map[string]any{"author": "the edge"})
-		waitCondition(t, wmw, "reports", "UpsyncConflict", metav1.ConditionTrue, "configmaps/mine/owned", "edge-a", "of its own")
+		framework.EventuallyPlacementCondition(t, wmw, "reports", "UpsyncConflict", metav1.ConditionTrue, "configmaps/mine/owned", "edge-a", "of its own")
 		own := framework.GetObject(t, wmw, configMaps, "mine", "owned")
 		if fieldOf(own, "data", "author") != "wrote-this" || own.GetLabels()["edge.kcp.io/upsynced"] != "" {
 			t.Errorf("the workspace's own object was overwritten: %v", own)
@@ -175,7 +175,7 @@ func TestUpsyncReturn(t *testing.T) {
 		if err := ecA.Resource(configMaps).Namespace("mine").Delete(framework.Context(t, 10*time.Second), "owned", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitCondition(t, wmw, "reports", "UpsyncConflict", metav1.ConditionFalse)
+		framework.EventuallyPlacementCondition(t, wmw, "reports", "UpsyncConflict", metav1.ConditionFalse)
 		if own := framework.GetObject(t, wmw, configMaps, "mine", "owned"); fieldOf(own, "data", "author") != "wrote-this" {
 			t.Errorf("the workspace's own object changed or went when the edge's went: %v", own)
 		}
@@ -187,11 +187,11 @@ func TestUpsyncReturn(t *testing.T) {
 	})
 
 	t.Run("deselecting removes it; a kind that cannot come back is reported", func(t *testing.T) {
-		waitCondition(t, wmw, "reports", "Upsynced", metav1.ConditionTrue)
+		framework.EventuallyPlacementCondition(t, wmw, "reports", "Upsynced", metav1.ConditionTrue)
 		f.Kubectl(t, f.WMW, "patch", "edgeplacement", "reports", "--type=json", "-p",
 			`[{"op":"replace","path":"/spec/upsync/1","value":{"apiGroup":"coordination.k8s.io","resources":["leases"]}}]`)
 		eventually(t, "deselected", wmw, services, "app", "edge-svc", absent)
-		waitCondition(t, wmw, "reports", "Upsynced", metav1.ConditionFalse, "leases.coordination.k8s.io cannot come back")
+		framework.EventuallyPlacementCondition(t, wmw, "reports", "Upsynced", metav1.ConditionFalse, "leases.coordination.k8s.io cannot come back")
 		// What the rules still cover stays.
 		eventually(t, "still covered", wmw, configMaps, "reports", "r1", returned("edge-a", nil))
 	})
@@ -307,27 +307,6 @@ func createConfigMap(t *testing.T, client dynamic.Interface, namespace, name str
 	if _, err := client.Resource(configMaps).Namespace(namespace).Create(framework.Context(t, 10*time.Second), cm, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating configmap %s/%s: %v", namespace, name, err)
 	}
-}
-
-// waitCondition waits until the placement's condition has the status and its message holds
-// every one of contains.
-func waitCondition(t *testing.T, wmw dynamic.Interface, placement, condType string, status metav1.ConditionStatus, contains ...string) {
-	t.Helper()
-	eventually(t, "condition "+condType, wmw, edgePlacements, "", placement, func(u *unstructured.Unstructured) string {
-		if u == nil {
-			return "absent"
-		}
-		s, reason, msg := framework.ConditionStatus(u, condType)
-		if s != status {
-			return fmt.Sprintf("%s is %q (%s: %s), want %s", condType, s, reason, msg, status)
-		}
-		for _, c := range contains {
-			if !strings.Contains(msg, c) {
-				return fmt.Sprintf("%s message %q does not say %q", condType, msg, c)
-			}
-		}
-		return ""
-	})
 }
 
 // upsyncedUIDs lists the configmaps of a namespace labelled as up-synced, with their UIDs.
