@@ -18,6 +18,7 @@ import (
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 	"github.com/kcp-dev/edge-mc/pkg/espw"
+	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
 // errNotYet means that the mailbox is not complete yet for reasons that pass by themselves (a
@@ -104,7 +105,9 @@ func claimAccepted(accepted []apisv1alpha2.AcceptablePermissionClaim, claim apis
 }
 
 // ensureSyncerIdentity creates the syncer's ServiceAccount, its token Secret, and a ClusterRole
-// and ClusterRoleBinding that give it everything in this mailbox, and returns the Secret. A token
+// and ClusterRoleBinding that give it what it needs in this mailbox (transport.SyncerRules: up-sync
+// aside, which the placement translator grants), and returns the Secret. A mailbox made when the
+// role granted everything gets the narrow rules at the controller's next check of it. A token
 // minted in one workspace is refused by every other, so the identity reaches this mailbox and
 // nothing else. With fresh, each object is created at once (a new mailbox holds none: four
 // requests fewer per mailbox than reading each first); otherwise each is read first, so that a
@@ -132,10 +135,7 @@ func (c *Controller) ensureSyncerIdentity(ctx context.Context, mailbox logicalcl
 
 	wantRole := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: SyncerClusterRole},
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}},
-			{NonResourceURLs: []string{"*"}, Verbs: []string{"get"}},
-		},
+		Rules:      transport.SyncerRules(),
 	}
 	roles := kube.RbacV1().ClusterRoles()
 	role, err := ensureObject(ctx, fresh, "ClusterRole "+SyncerClusterRole, roles, wantRole)

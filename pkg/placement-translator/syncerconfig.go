@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kcp-dev/logicalcluster/v3"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,7 +30,7 @@ const DefaultHeartbeatInterval = 30 * time.Second
 func (c *Controller) reconcileSyncerConfig(ctx context.Context, mb logicalcluster.Path, mbc logicalcluster.Name, name string, d *desiredState) (time.Duration, error) {
 	var recheck time.Duration
 	spec := edgev1alpha1.SyncerConfigSpec{
-		Upsync:    dedupUpsync(d.upsync),
+		Upsync:    allowedUpsync(ctx, dedupUpsync(d.upsync)),
 		Heartbeat: &edgev1alpha1.HeartbeatSettings{IntervalSeconds: int32(c.cfg.HeartbeatInterval / time.Second)},
 	}
 	if spec.Heartbeat.IntervalSeconds < 1 {
@@ -51,6 +52,21 @@ func (c *Controller) reconcileSyncerConfig(ctx context.Context, mb logicalcluste
 		}
 	}
 	have := c.view.syncerConfigOf(mbc)
+	// The syncer may write what it up-syncs before it reads the rules that bring it back, and
+	// keeps the right only while rules ask for it: granted before the SyncerConfig is written,
+	// taken back after. A syncer of the release before assemblages, which reads the per-object
+	// copies, keeps reading them until it is upgraded.
+	grant := transport.UpsyncRules(spec.Upsync)
+	if have != nil && hasLegacyScope(&have.Spec) && !slices.Contains(have.Status.Formats, transport.FormatV1) {
+		grant = append(grant, legacyCopyRules(&have.Spec)...)
+	}
+	if len(grant) > 0 {
+		if err := c.ensureUpsyncRights(ctx, mb, state, grant); err != nil {
+			return 0, err
+		}
+	}
+	revoke := len(grant) == 0 && (state.upsyncGranted != "" && state.upsyncGranted != upsyncGrantKey(nil) ||
+		state.upsyncGranted == "" && have != nil && (len(have.Spec.Upsync) > 0 || hasLegacyScope(&have.Spec)))
 	if have != nil && hasLegacyScope(&have.Spec) {
 		if !slices.Contains(have.Status.Formats, transport.FormatV1) {
 			spec.NamespaceScope, spec.ClusterScope = have.Spec.NamespaceScope, have.Spec.ClusterScope
@@ -60,6 +76,9 @@ func (c *Controller) reconcileSyncerConfig(ctx context.Context, mb logicalcluste
 		}
 	}
 	if have != nil && equality.Semantic.DeepEqual(have.Spec, spec) && have.Labels[LabelMailbox] == name {
+		if revoke {
+			return recheck, c.ensureUpsyncRights(ctx, mb, state, nil)
+		}
 		return recheck, nil
 	}
 	cfg := &edgev1alpha1.SyncerConfig{
@@ -70,7 +89,75 @@ func (c *Controller) reconcileSyncerConfig(ctx context.Context, mb logicalcluste
 	if err := c.apply(ctx, mb, syncerConfigGVR, edgev1alpha1.SyncerConfigName, cfg); err != nil {
 		return 0, fmt.Errorf("writing the SyncerConfig: %w", err)
 	}
+	if revoke {
+		return recheck, c.ensureUpsyncRights(ctx, mb, state, nil)
+	}
 	return recheck, nil
+}
+
+var (
+	clusterRolesGVR        = rbacv1.SchemeGroupVersion.WithResource("clusterroles")
+	clusterRoleBindingsGVR = rbacv1.SchemeGroupVersion.WithResource("clusterrolebindings")
+)
+
+// upsyncGrantKey identifies a set of up-sync rights, to write them only when they change.
+func upsyncGrantKey(rules []rbacv1.PolicyRule) string {
+	return fmt.Sprintf("%v", rules)
+}
+
+// ensureUpsyncRights makes the mailbox's ClusterRole transport.UpsyncClusterRole grant exactly
+// rules to the syncer (nothing, for nil): transport.UpsyncRules, and legacyCopyRules until the
+// syncer is upgraded; unless this process wrote the same already: two writes
+// when a mailbox's up-sync rules change, none otherwise.
+func (c *Controller) ensureUpsyncRights(ctx context.Context, mb logicalcluster.Path, state *mailboxState, rules []rbacv1.PolicyRule) error {
+	key := upsyncGrantKey(rules)
+	if state.upsyncGranted == key {
+		return nil
+	}
+	role := &rbacv1.ClusterRole{
+		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
+		ObjectMeta: metav1.ObjectMeta{Name: transport.UpsyncClusterRole},
+		Rules:      rules,
+	}
+	if rules == nil {
+		role.Rules = []rbacv1.PolicyRule{}
+	}
+	if err := c.apply(ctx, mb, clusterRolesGVR, role.Name, role); err != nil {
+		return fmt.Errorf("granting the syncer the rights to up-sync: %w", err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: transport.UpsyncClusterRole},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: transport.UpsyncClusterRole},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: transport.SyncerNamespace, Name: transport.SyncerServiceAccount}},
+	}
+	if err := c.apply(ctx, mb, clusterRoleBindingsGVR, binding.Name, binding); err != nil {
+		return fmt.Errorf("granting the syncer the rights to up-sync: %w", err)
+	}
+	klog.FromContext(ctx).V(2).Info("the syncer's rights to up-sync written", "mailbox", mb, "rules", len(rules))
+	state.upsyncGranted = key
+	return nil
+}
+
+// legacyCopyRules are what a syncer of the release before assemblages needs of the per-object
+// copies in its mailbox: reading those of the kinds its legacy scope names, and reporting in
+// their status.
+func legacyCopyRules(spec *edgev1alpha1.SyncerConfigSpec) []rbacv1.PolicyRule {
+	var out []rbacv1.PolicyRule
+	add := func(gr metav1.GroupResource) {
+		out = append(out,
+			rbacv1.PolicyRule{APIGroups: []string{gr.Group}, Resources: []string{gr.Resource}, Verbs: []string{"get", "list", "watch"}},
+			rbacv1.PolicyRule{APIGroups: []string{gr.Group}, Resources: []string{gr.Resource + "/status"}, Verbs: []string{"get", "update", "patch"}})
+	}
+	if spec.NamespaceScope != nil {
+		for _, r := range spec.NamespaceScope.Resources {
+			add(r.GroupResource)
+		}
+	}
+	for _, r := range spec.ClusterScope {
+		add(r.GroupResource)
+	}
+	return out
 }
 
 func hasLegacyScope(spec *edgev1alpha1.SyncerConfigSpec) bool {
@@ -116,6 +203,20 @@ func (c *Controller) removeLegacyCopies(ctx context.Context, mb logicalcluster.P
 func gvrOf(gr metav1.GroupResource, apiVersion string) schema.GroupVersionResource {
 	gv, _ := schema.ParseGroupVersion(apiVersion)
 	return schema.GroupVersionResource{Group: gr.Group, Version: gv.Version, Resource: gr.Resource}
+}
+
+// allowedUpsync leaves out the rules whose API group never comes back (transport.UpsyncForbiddenGroups),
+// which EdgePlacement's admission refuses; a placement stored before that rule may still hold one.
+func allowedUpsync(ctx context.Context, rules []edgev1alpha1.UpsyncSet) []edgev1alpha1.UpsyncSet {
+	var out []edgev1alpha1.UpsyncSet
+	for _, r := range rules {
+		if slices.Contains(transport.UpsyncForbiddenGroups, r.APIGroup) {
+			klog.FromContext(ctx).Info("an upsync rule names an API group whose objects cannot come back; left out", "apiGroup", r.APIGroup)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // dedupUpsync lists each rule once, in the order met.

@@ -349,6 +349,9 @@ func (c *Controller) processNext(ctx context.Context) bool {
 type mailboxState struct {
 	// workloadsBound: the mailbox binds the workloads export (for up-sync).
 	workloadsBound bool
+	// upsyncGranted is what the ClusterRole transport.UpsyncClusterRole grants, as
+	// upsyncGrantKey gives it; "" while unknown (before the translator wrote it).
+	upsyncGranted string
 }
 
 func (c *Controller) mailboxState(name string) *mailboxState {

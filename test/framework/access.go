@@ -50,21 +50,32 @@ func Send(t testing.TB, cfg *rest.Config, r Request) (int, string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, r.Verb, strings.TrimRight(server, "/")+r.Path, bytes.NewBufferString(r.Body))
-	if err != nil {
-		t.Fatal(err)
+	for {
+		req, err := http.NewRequestWithContext(ctx, r.Verb, strings.TrimRight(server, "/")+r.Path, bytes.NewBufferString(r.Body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if r.Verb == http.MethodPatch {
+			req.Header.Set("Content-Type", "application/merge-patch+json")
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", r.What, err)
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 600))
+		resp.Body.Close()
+		// 429 says to come back (kcp answers so while a resource's storage is initialising, as
+		// a new APIBinding's is): try again, as client-go does, while the time lasts.
+		if resp.StatusCode == http.StatusTooManyRequests && ctx.Err() == nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+				continue
+			}
+		}
+		return resp.StatusCode, strings.Join(strings.Fields(string(body)), " ")
 	}
-	req.Header.Set("Content-Type", "application/json")
-	if r.Verb == http.MethodPatch {
-		req.Header.Set("Content-Type", "application/merge-patch+json")
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("%s: %v", r.What, err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 600))
-	return resp.StatusCode, strings.Join(strings.Fields(string(body)), " ")
 }
 
 // ExpectStatus checks that each request is answered with want, and reports each that is not,

@@ -202,6 +202,16 @@ spec:
   - matchExpressions: [{key: env, operator: Equals, values: [prod]}]`,
 		wantInError: []string{`spec.locationSelectors[0].matchExpressions[0].operator`, `Unsupported value: "Equals"`, `"In", "NotIn", "Exists", "DoesNotExist"`},
 	}, {
+		name: "upsync of RBAC",
+		ws:   wmw,
+		manifest: `apiVersion: edge.kcp.io/v1alpha1
+kind: EdgePlacement
+metadata: {name: upsync-rbac}
+spec:
+  upsync:
+  - {apiGroup: rbac.authorization.k8s.io, resources: [clusterrolebindings]}`,
+		wantInError: []string{`spec.upsync`, "objects of this API group cannot be up-synced", "who may do what there (RBAC)"},
+	}, {
 		name: "In without values",
 		ws:   wmw,
 		manifest: `apiVersion: edge.kcp.io/v1alpha1

@@ -3,7 +3,6 @@ package security
 import (
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/kcp-dev/logicalcluster/v3"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -110,10 +109,20 @@ func TestSyncerCredentialReachesOnlyItsMailbox(t *testing.T) {
 		edgev1alpha1.SchemeGroupVersion.WithResource("syncerconfigs"), "", edgev1alpha1.SyncerConfigName, framework.Present)
 
 	expectAllowed(t, who, cred,
-		get("list Leases in its mailbox", mailbox, "/apis/coordination.k8s.io/v1/namespaces/default/leases"),
-		get("list ConfigMaps in its mailbox", mailbox, "/api/v1/configmaps"),
+		get("list the Assemblages in its mailbox", mailbox, "/apis/edge.kcp.io/v1alpha1/assemblages"),
 		get("read its SyncerConfig", mailbox, "/apis/edge.kcp.io/v1alpha1/syncerconfigs/"+edgev1alpha1.SyncerConfigName),
-		create("write a ConfigMap into its mailbox", mailbox, "/api/v1/namespaces/default/configmaps", configMap("up-synced")),
+		get("list the AssemblageParts in its mailbox", mailbox, "/apis/edge.kcp.io/v1alpha1/assemblageparts"),
+	)
+	// Within its mailbox, only what the syncer needs: no placement here up-syncs ConfigMaps.
+	expectRefused(t, who, cred,
+		get("list ConfigMaps in its mailbox (nothing up-syncs them)", mailbox, "/api/v1/configmaps"),
+		create("write a ConfigMap into its mailbox (nothing up-syncs them)", mailbox, "/api/v1/namespaces/default/configmaps", configMap("up-synced")),
+		get("list the Secrets of its mailbox", mailbox, "/api/v1/secrets"),
+		get("list the Leases of its mailbox", mailbox, "/apis/coordination.k8s.io/v1/namespaces/default/leases"),
+		create("make a ServiceAccount in its mailbox", mailbox, "/api/v1/namespaces/default/serviceaccounts",
+			`{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "extra"}}`),
+		create("write an Assemblage into its mailbox", mailbox, "/apis/edge.kcp.io/v1alpha1/assemblages",
+			`{"apiVersion": "edge.kcp.io/v1alpha1", "kind": "Assemblage", "metadata": {"name": "forged"}, "spec": {}}`),
 	)
 	expectRefused(t, who, cred, outsideRequests(t, f, f.Mailbox(t, "edge2"), mailboxCluster(t, f, "edge2"), f.WMW, wmwB)...)
 	expectRefused(t, who, cred,
@@ -124,47 +133,64 @@ func TestSyncerCredentialReachesOnlyItsMailbox(t *testing.T) {
 	)
 }
 
-// TestSyncerCredentialCannotWidenItsReach: within its mailbox, the syncer's credential must not
+// TestSyncerCredentialCannotWidenItsReach: within its mailbox, the syncer's credential cannot
 // change who may do what there (RBAC), nor what the mailbox serves (APIBindings), nor make
-// workspaces. Today the mailbox controller's ClusterRole edge-syncer grants every verb on every
-// resource of the mailbox, so all of these are known gaps (docs/reliability.md), and a person
-// with no rights can then read the mailbox's token.
+// workspaces; the rights to up-sync follow the placements' upsync rules, granted while a rule
+// asks for them and taken back after, and never reach RBAC. Before the syncer's ClusterRole was
+// narrowed, it granted every verb on every resource of the mailbox, and the credential could
+// open the mailbox, its token included, to every authenticated identity.
 func TestSyncerCredentialCannotWidenItsReach(t *testing.T) {
 	f := framework.NewFleet(t, map[string]string{"edge1": "east"})
 	cred, mailbox := f.SyncerCredential(t, "edge1")
 	const who = "edge1's syncer credential"
+	admin := framework.KCP(t).DynamicClient(t, mailbox)
 	// The translator writes the SyncerConfig once the mailbox is ready: wait for it, so that
 	// reading it tests the credential, not the timing.
-	framework.EventuallyObject(t, "the SyncerConfig of edge1's mailbox", framework.KCP(t).DynamicClient(t, f.Mailbox(t, "edge1")),
+	framework.EventuallyObject(t, "the SyncerConfig of edge1's mailbox", admin,
 		edgev1alpha1.SchemeGroupVersion.WithResource("syncerconfigs"), "", edgev1alpha1.SyncerConfigName, framework.Present)
 	root := logicalcluster.NewPath("root")
-	bindings := list(t, framework.KCP(t).DynamicClient(t, mailbox), apiBindingsGVR)
+	bindings := list(t, admin, apiBindingsGVR)
 	if len(bindings) != 1 {
 		t.Fatalf("the mailbox has %d APIBindings, want 1 (mailbox.edge.kcp.io)", len(bindings))
 	}
 	ownBinding := bindings[0].GetName()
-	expectGap(t, who, cred, "the ClusterRole edge-syncer grants every verb on every resource of the mailbox", []gap{
-		{create("grant every authenticated user everything in its mailbox (a ClusterRoleBinding to cluster-admin)", mailbox,
+	widen := []request{
+		create("grant every authenticated user everything in its mailbox (a ClusterRoleBinding to cluster-admin)", mailbox,
 			"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", `{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
 				"metadata": {"name": "open-to-all"}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
-				"subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:authenticated"}]}`), 201},
-		{create("create a Role in its mailbox", mailbox, "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
-			`{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "extra"}, "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]}`), 201},
-		{request{What: "change its mailbox's APIBinding", Verb: "PATCH", Path: mailbox.RequestPath() + "/apis/apis.kcp.io/v1alpha2/apibindings/" + ownBinding,
-			Body: `{"metadata": {"labels": {"changed-by": "syncer"}}}`}, 200},
-		{create("bind kcp's tenancy.kcp.io in its mailbox (and so make workspaces)", mailbox, "/apis/apis.kcp.io/v1alpha2/apibindings",
-			binding("tenancy", root, "tenancy.kcp.io")), 201},
-	})
-	// What the first of these does: bob, who was granted nothing, reads the mailbox's token.
-	bob := framework.KCP(t).UserConfig(t, "bob", mailbox)
-	readToken := get("read the syncer's token in edge1's mailbox", mailbox, "/api/v1/namespaces/default/secrets/edge-syncer-token")
-	if strictGaps() {
-		expectRefused(t, "bob", bob, readToken)
-		return
+				"subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:authenticated"}]}`),
+		create("create a Role in its mailbox", mailbox, "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
+			`{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "extra"}, "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]}`),
+		{What: "widen its own ClusterRole", Verb: "PATCH", Path: mailbox.RequestPath() + "/apis/rbac.authorization.k8s.io/v1/clusterroles/edge-syncer",
+			Body: `{"rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]}`},
+		{What: "change its mailbox's APIBinding", Verb: "PATCH", Path: mailbox.RequestPath() + "/apis/apis.kcp.io/v1alpha2/apibindings/" + ownBinding,
+			Body: `{"metadata": {"labels": {"changed-by": "syncer"}}}`},
+		create("bind kcp's tenancy.kcp.io in its mailbox (and so make workspaces)", mailbox, "/apis/apis.kcp.io/v1alpha2/apibindings",
+			binding("tenancy", root, "tenancy.kcp.io")),
 	}
-	framework.Eventually(t, 30*time.Second, func() (bool, string) { // once kcp's RBAC cache has the binding
-		code, body := framework.Send(t, bob, readToken)
-		return code == 200, fmt.Sprintf("bob: %s: %d %s", readToken.What, code, body)
+	expectRefused(t, who, cred, widen...)
+	bob := framework.KCP(t).UserConfig(t, "bob", mailbox)
+	expectRefused(t, "bob, granted nothing", bob, get("read the syncer's token in edge1's mailbox", mailbox, "/api/v1/namespaces/default/secrets/edge-syncer-token"))
+
+	// A placement that up-syncs ConfigMaps: the credential may then write them (the syncer puts
+	// what it brings back there), and still nothing of the above; without the rule, no longer.
+	writeConfigMap := create("write a ConfigMap into its mailbox", mailbox, "/api/v1/namespaces/default/configmaps", configMap("up-synced"))
+	f.Apply(t, f.WMW, `apiVersion: edge.kcp.io/v1alpha1
+kind: EdgePlacement
+metadata: {name: reports}
+spec:
+  locationSelectors: [{matchLabels: {region: east}}]
+  upsync: [{resources: [configmaps], namespaces: [default]}]
+`)
+	framework.Eventually(t, framework.Converge, func() (bool, string) {
+		code, body := framework.Send(t, cred, writeConfigMap)
+		return code == 201, fmt.Sprintf("%s, with a placement up-syncing ConfigMaps: %s: %d %s", who, writeConfigMap.What, code, body)
 	})
-	t.Logf("known gap (the syncer's credential opened its mailbox to every authenticated identity): bob: %s", readToken.What)
+	expectRefused(t, who+", with a placement up-syncing ConfigMaps", cred, widen...)
+	f.Kubectl(t, f.WMW, "delete", "edgeplacement", "reports").MustSucceed(t)
+	writeAnother := create("write another ConfigMap into its mailbox", mailbox, "/api/v1/namespaces/default/configmaps", configMap("up-synced-2"))
+	framework.Eventually(t, framework.Converge, func() (bool, string) {
+		code, body := framework.Send(t, cred, writeAnother)
+		return code == 403, fmt.Sprintf("%s, the placement up-syncing ConfigMaps deleted: %s: %d, want 403: %s", who, writeAnother.What, code, body)
+	})
 }

@@ -67,9 +67,8 @@ func TestMailboxesOnBothShards(t *testing.T) {
 			st := framework.GetObject(t, imw, syncTargetsGVR, "", other)
 			otherCluster, _, _ := unstructured.NestedString(st.Object, "status", "mailboxCluster")
 			framework.ExpectAllowed(t, who, cred,
-				framework.Get("list ConfigMaps in its mailbox", mailbox, "/api/v1/configmaps"),
-				framework.Create("write a ConfigMap into its mailbox", mailbox, "/api/v1/namespaces/default/configmaps",
-					`{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "up-synced"}}`))
+				framework.Get("list the Assemblages in its mailbox", mailbox, "/apis/edge.kcp.io/v1alpha1/assemblages"),
+				framework.Get("list the AssemblageParts in its mailbox", mailbox, "/apis/edge.kcp.io/v1alpha1/assemblageparts"))
 			framework.ExpectRefused(t, who, cred,
 				framework.Get("list ConfigMaps in the mailbox of "+other+" on shard "+shards[1-i], otherMailbox, "/api/v1/configmaps"),
 				framework.Get("read the syncer token in the mailbox of "+other, otherMailbox, "/api/v1/namespaces/default/secrets/edge-syncer-token"),

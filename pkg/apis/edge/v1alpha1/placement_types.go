@@ -60,6 +60,7 @@ type EdgePlacementSpec struct {
 	//
 	// +optional
 	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:XValidation:rule="self.all(u, !has(u.apiGroup) || !(u.apiGroup in ['rbac.authorization.k8s.io', 'admissionregistration.k8s.io', 'apiregistration.k8s.io', 'apiextensions.k8s.io', 'authentication.k8s.io', 'authorization.k8s.io', 'certificates.k8s.io', 'apis.kcp.io', 'tenancy.kcp.io', 'core.kcp.io', 'topology.kcp.io', 'cache.kcp.io', 'edge.kcp.io']))",message="objects of this API group cannot be up-synced: in a mailbox they would change who may do what there (RBAC), what it serves (kcp's APIs, CRDs, API services), what it admits, or edge-mc's own objects; up-sync the objects your workload makes instead"
 	Upsync []UpsyncSet `json:"upsync,omitempty"`
 
 	// wantSingletonReportedState asks, when the placement has exactly one destination, for each
@@ -125,8 +126,12 @@ type DownsyncObjectTest struct {
 
 // UpsyncSet selects objects that are created at the edge and come back.
 type UpsyncSet struct {
-	// apiGroup is the objects' API group; "" is the core group.
+	// apiGroup is the objects' API group; "" is the core group. Objects of RBAC, of kcp's own
+	// APIs, of edge.kcp.io and of the API server's configuration (admission, API services,
+	// CRDs, authentication, authorization, certificates) never come back: in a mailbox they
+	// would change who may do what there and what it serves.
 	// +optional
+	// +kubebuilder:validation:MaxLength=253
 	APIGroup string `json:"apiGroup,omitempty"`
 
 	// resources are lower-case plural resource names; "*" matches all.
