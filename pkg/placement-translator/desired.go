@@ -189,10 +189,8 @@ func (c *Controller) destinationsOf(mailbox string) map[placementKey]edgev1alpha
 		if !ok {
 			continue
 		}
-		for _, dest := range edgev1alpha1.SliceDestinations(u) {
-			if mailboxName(dest) == mailbox {
-				out[pk] = dest
-			}
+		if dest, ok := c.decodedSlices.forMailbox(u, mailbox); ok {
+			out[pk] = dest
 		}
 	}
 	return out

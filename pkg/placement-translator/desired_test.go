@@ -123,6 +123,7 @@ func newTestWorld(t *testing.T) *testWorld {
 		syncTargets: newTestInformer(cache.Indexers{syncTargetsByMailbox: syncTargetMailbox}),
 		locations:   newTestInformer(cache.Indexers{}),
 	}
+	c.decodedSlices = newSliceDecoder(nil)
 	c.workload = &sources{c: c, resources: resources, informers: map[schema.GroupVersionResource]espw.SharedInformer{}, custom: map[customKey]*customSource{}}
 	for _, r := range resources {
 		c.workload.informers[r.gvr] = newTestInformer(cache.Indexers{})

@@ -263,7 +263,7 @@ func (c *Controller) destinationsOfPlacement(pk placementKey) map[string]edgev1a
 	out := map[string]edgev1alpha1.SinglePlacement{}
 	slices, _ := c.slices.GetIndexer().ByIndex(byPlacement, pk.String())
 	for _, s := range slices {
-		for _, d := range edgev1alpha1.SliceDestinations(asUnstructured(s)) {
+		for _, d := range c.decodedSlices.destinations(asUnstructured(s)) {
 			out[mailboxName(d)] = d
 		}
 	}

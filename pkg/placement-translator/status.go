@@ -216,7 +216,7 @@ func (c *Controller) writePlacementStatus(ctx context.Context, pk placementKey) 
 	mailboxes := map[string]bool{}
 	slices, _ := c.slices.GetIndexer().ByIndex(byPlacement, pk.String())
 	for _, s := range slices {
-		for _, d := range edgev1alpha1.SliceDestinations(asUnstructured(s)) {
+		for _, d := range c.decodedSlices.destinations(asUnstructured(s)) {
 			mailboxes[mailboxName(d)] = true
 		}
 	}

@@ -47,6 +47,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
@@ -124,6 +125,9 @@ type Controller struct {
 	syncTargets espw.SharedInformer
 	locations   espw.SharedInformer
 
+	// decodedSlices decodes each slice's destinations once per version.
+	decodedSlices *sliceDecoder
+
 	// workload holds one informer per workload resource served through the virtual workspace,
 	// and the custom kinds of the workload workspaces; see sources.go.
 	workload *sources
@@ -186,6 +190,15 @@ func NewController(cfg Config) (*Controller, error) {
 	}
 	c.placements = newInformer(placementsGVR, cache.Indexers{})
 	c.slices = newInformer(slicesGVR, cache.Indexers{byMailbox: sliceMailboxes, byPlacement: slicePlacement, byLocation: sliceLocations})
+	c.decodedSlices = newSliceDecoder(func() map[types.UID]bool {
+		live := map[types.UID]bool{}
+		for _, item := range c.slices.GetStore().List() {
+			if u := asUnstructured(item); u != nil {
+				live[u.GetUID()] = true
+			}
+		}
+		return live
+	})
 	c.customizers = newInformer(customizersGVR, cache.Indexers{})
 	c.syncTargets = newInformer(syncTargetsGVR, cache.Indexers{syncTargetsByMailbox: syncTargetMailbox, syncTargetsByMailboxCluster: syncTargetMailboxCluster})
 	c.locations = newInformer(locationsGVR, cache.Indexers{})
