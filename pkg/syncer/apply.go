@@ -58,7 +58,7 @@ func (s *Syncer) applyOne(ctx context.Context, st *assemblageState, d *desired) 
 	applied, err := s.edge.Resource(d.ref.GVR).Namespace(d.ref.Namespace).Apply(ctx, d.ref.Name, body,
 		metav1.ApplyOptions{FieldManager: s.marks.FieldManager, Force: true})
 	if err != nil {
-		return s.applyFailed(ctx, d, err)
+		return s.applyFailed(ctx, st, d, err)
 	}
 	metricApplies.WithLabelValues("applied").Inc()
 	if d.createOnly && live == nil {
@@ -184,9 +184,12 @@ func createdOnceReason(createdAt metav1.Time) string {
 // Pending and tried again with backoff; one the edge refuses is Failed and not tried again at
 // this version; anything else (the edge unreachable, a timeout) is Pending and retried with
 // backoff.
-func (s *Syncer) applyFailed(ctx context.Context, d *desired, err error) (result, string, error) {
+func (s *Syncer) applyFailed(ctx context.Context, st *assemblageState, d *desired, err error) (result, string, error) {
 	if waitingFor := missingAtEdge(err, d.ref); waitingFor != "" {
 		metricApplies.WithLabelValues("waiting").Inc()
+		if reason := s.unservedKind(ctx, st, d); reason != "" {
+			return result{outcome: outcomePending, reason: reason, unserved: true}, waitingFor, nil
+		}
 		return result{outcome: outcomePending, reason: "waiting for " + waitingFor + " at the edge"}, waitingFor, nil
 	}
 	if refusedByEdge(err) {
@@ -227,6 +230,42 @@ func missingAtEdge(err error, ref objectRef) string {
 		return fmt.Sprintf("namespace %s or the kind %s", ref.Namespace, ref.GVR.GroupResource())
 	}
 	return "the kind " + ref.GVR.GroupResource().String()
+}
+
+// unservedKind says, for an object the edge answered 404, whether that is because the edge does
+// not serve its kind while the assemblage carries no CRD that would define it: then nothing but
+// a person will bring the kind, and the reason says what to do. "" when the kind is served (the
+// namespace is what is missing), when the assemblage brings its CRD, or when discovery fails.
+func (s *Syncer) unservedKind(ctx context.Context, st *assemblageState, d *desired) string {
+	gr := d.ref.GVR.GroupResource()
+	s.mu.Lock()
+	var brought bool
+	if st.plan != nil {
+		for _, o := range st.plan.inStage(stageCRDs) {
+			if o.obj != nil && o.ref.Name == gr.String() {
+				brought = true
+			}
+		}
+	}
+	s.mu.Unlock()
+	if brought || gr.Group == "" {
+		return ""
+	}
+	list, err := s.edgeDiscovery.ServerResourcesForGroupVersion(d.ref.GVR.GroupVersion().String())
+	switch {
+	case err != nil && !apierrors.IsNotFound(err):
+		klog.FromContext(ctx).V(2).Info("discovery of the edge failed; the kind may or may not be served", "groupVersion", d.ref.GVR.GroupVersion().String(), "err", err.Error())
+		return ""
+	case err == nil:
+		for _, r := range list.APIResources {
+			if r.Name == d.ref.GVR.Resource {
+				return ""
+			}
+		}
+	}
+	return fmt.Sprintf("the edge cluster does not serve %s (version %s), and the placement delivers no CustomResourceDefinition for it: "+
+		"add the CRD %s to the placement's downsync, or install it at the edge; the syncer tries again until the kind is served",
+		gr, d.ref.GVR.Version, gr)
 }
 
 // crdEstablished reads a CRD's conditions at the edge: whether it is established, or, when the

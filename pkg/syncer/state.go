@@ -39,6 +39,10 @@ type result struct {
 	reason  string
 	// uid is the edge object's UID after it was applied.
 	uid types.UID
+	// unserved: pending because the edge does not serve the object's kind, and the assemblage
+	// carries no CRD for it. Tried again with backoff like any pending object, but reported
+	// failed, with the fix, since nothing edge-mc does will bring the kind.
+	unserved bool
 }
 
 // assemblageState is what the syncer knows of one assemblage. The syncer's mutex guards it;

@@ -221,6 +221,10 @@ func objectReport(d *desired, r *result, live *unstructured.Unstructured, known 
 		os.State, os.Reason, os.UID = edgev1alpha1.ObjectFailed, r.reason, r.uid
 		out.failedToApply = true
 		return out
+	case r.outcome == outcomePending && r.unserved:
+		os.State, os.Reason = edgev1alpha1.ObjectFailed, r.reason
+		out.failedToApply = true
+		return out
 	case r.outcome == outcomePending:
 		os.State, os.Reason = edgev1alpha1.ObjectPending, r.reason
 		return out

@@ -58,6 +58,8 @@ func TestObjectReport(t *testing.T) {
 		{"not tried yet", dep, nil, nil, true, nil, edgev1alpha1.ObjectPending, "not applied yet", "", false},
 		{"waiting", dep, &result{outcome: outcomePending, reason: "waiting for namespace app at the edge"}, nil, true, nil,
 			edgev1alpha1.ObjectPending, "namespace app", "", false},
+		{"a kind the edge does not serve, and no CRD for it", dep, &result{outcome: outcomePending, unserved: true,
+			reason: "the edge cluster does not serve deployments.apps"}, nil, true, nil, edgev1alpha1.ObjectFailed, "does not serve", "", false},
 		{"refused", dep, &result{outcome: outcomeFailed, reason: "the edge cluster refused it: invalid selector"}, nil, true, nil,
 			edgev1alpha1.ObjectFailed, "invalid selector", "", false},
 		{"ready by kstatus", dep, applied, deploymentAtEdge(dep, 2, readyDeploymentStatus(2)), true, nil, edgev1alpha1.ObjectReady, "", "edge-uid", true},

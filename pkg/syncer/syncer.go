@@ -185,6 +185,13 @@ func New(cfg Config) (*Syncer, error) {
 	if cfg.SyncTargetName == "" || cfg.SyncTargetUID == "" {
 		return nil, errors.New("the SyncTarget's name and UID are required: take them from kubectl edge prep-for-syncer")
 	}
+	if uid, ok := transport.SyncTargetUIDOfServer(cfg.Mailbox.Host); ok && string(uid) != cfg.SyncTargetUID {
+		// Another SyncTarget's mailbox: this syncer would apply that edge's workload here and
+		// renew its heartbeat, so that edge would look served while nobody serves it.
+		return nil, fmt.Errorf("the mailbox kubeconfig points at the mailbox of the SyncTarget with UID %s, but this syncer is for SyncTarget %s with UID %s: "+
+			"run kubectl edge prep-for-syncer %s again, and give the syncer the kubeconfig and the UID it prints (server %s)",
+			uid, cfg.SyncTargetName, cfg.SyncTargetUID, cfg.SyncTargetName, cfg.Mailbox.Host)
+	}
 	if cfg.Workers <= 0 {
 		cfg.Workers = DefaultWorkers
 	}

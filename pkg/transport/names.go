@@ -45,6 +45,20 @@ func MailboxName(inventory logicalcluster.Name, uid types.UID) string {
 	return inventory.String() + mailboxInfix + string(uid)
 }
 
+// SyncTargetUIDOfServer returns the UID of the SyncTarget whose mailbox a server URL points at,
+// when it names the mailbox by its workspace path (as kubectl edge prep-for-syncer writes it:
+// https://<kcp>/clusters/<espw>:<mailbox>); ok is false for any other URL.
+func SyncTargetUIDOfServer(server string) (uid types.UID, ok bool) {
+	_, rest, found := strings.Cut(server, "/clusters/")
+	if !found {
+		return "", false
+	}
+	path, _, _ := strings.Cut(rest, "/")
+	name := path[strings.LastIndex(path, ":")+1:]
+	_, uid, ok = ParseMailboxName(name)
+	return uid, ok
+}
+
 // ParseMailboxName splits a mailbox workspace name into the inventory workspace's logical
 // cluster and the SyncTarget's UID; ok is false for names that no mailbox has.
 func ParseMailboxName(name string) (inventory logicalcluster.Name, uid types.UID, ok bool) {

@@ -95,3 +95,23 @@ func TestForbiddenGroupsMatchAdmission(t *testing.T) {
 		}
 	}
 }
+
+func TestSyncTargetUIDOfServer(t *testing.T) {
+	for _, tc := range []struct {
+		server string
+		uid    string
+		ok     bool
+	}{
+		{"https://kcp.example:6443/clusters/root:espw:1abc-mb-0d1f2e3a-uid", "0d1f2e3a-uid", true},
+		{"https://kcp.example:6443/clusters/root:espw:1abc-mb-0d1f2e3a-uid/", "0d1f2e3a-uid", true},
+		{"https://127.0.0.1:8080/clusters/1abc-mb-u2", "u2", true},
+		{"https://kcp.example:6443/clusters/2x7kq9mz", "", false}, // a logical cluster's name
+		{"https://kcp.example:6443", "", false},
+		{"https://kcp.example:6443/clusters/root:espw", "", false},
+	} {
+		uid, ok := SyncTargetUIDOfServer(tc.server)
+		if string(uid) != tc.uid || ok != tc.ok {
+			t.Errorf("SyncTargetUIDOfServer(%q) = %q, %v; want %q, %v", tc.server, uid, ok, tc.uid, tc.ok)
+		}
+	}
+}

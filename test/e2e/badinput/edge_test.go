@@ -3,12 +3,16 @@ package badinput
 import (
 	"encoding/json"
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kcp-dev/logicalcluster/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
@@ -76,14 +80,7 @@ spec:
 	w.Kubectl(t, w.WMW, "patch", "deployment", "broken", "-n", "shop", "--type=merge", "-p", `{"spec":{"template":{"metadata":{"labels":{"app":"broken"}}}}}`)
 	w.at(t, "kube1", "the fixed Deployment", deployments, "shop", "broken", framework.FieldIs("1", "status", "readyReplicas"))
 	t.Logf("after the fix: the Deployment ready at kube1 %.1fs after the patch", time.Since(start).Seconds())
-	framework.Eventually(t, framework.Converge, func() (bool, string) {
-		for _, b := range w.broken(t, "shop") {
-			if b.Object == "deployments.apps/shop/broken" && strings.HasSuffix(b.Destination, ":kube1") {
-				return false, fmt.Sprintf("still broken: %+v", b)
-			}
-		}
-		return true, ""
-	})
+	w.mended(t, "shop", "kube1", "deployments.apps/shop/broken")
 	w.statusShows(t, "shop", false, "Failing", "Broken in shop")
 	w.goodKeepsConverging(t)
 }
@@ -158,5 +155,117 @@ func TestHandEditsInAMailboxArePutBack(t *testing.T) {
 		t.Errorf("good/config at edge1 changed under the hand edits: before uid %s rv %s, after %v", before.GetUID(), before.GetResourceVersion(), after)
 	}
 	w.neverAt(t, "edge1", configMaps, "good", "intruder")
+	w.goodKeepsConverging(t)
+}
+
+// TestKindTheEdgeDoesNotServe places a HorizontalPodAutoscaler (a kind of workloads.edge.kcp.io,
+// which carries no CRD in the assemblage) on an edge cluster that serves Deployments but not
+// HorizontalPodAutoscalers: the object's state there is Failed, not an endless Pending; the
+// placement's broken entry says that the edge does not serve the kind and what to do (the CRD
+// into the placement, or installed at the edge), and `kubectl edge status` shows it; the
+// placement's other objects are applied, and the good placement keeps converging. Installing the
+// kind at the edge, as the message says, gets the object there without anything else done, and
+// clears the entry.
+func TestKindTheEdgeDoesNotServe(t *testing.T) {
+	w := setUp(t)
+	ctx := framework.Context(t, 2*time.Minute)
+	lean, err := framework.CreateLogicalPCluster(ctx, framework.EdgeKCP(t), "lean",
+		logicalcluster.NewPath("root").Join(fmt.Sprintf("edge-lean-%06d", time.Now().UnixNano()%1000000)), framework.LogicalPClusterOptions{CRDs: []string{"deployments.apps.yaml"}, KubeconfigDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	framework.KubectlEdge(t, "ensure", "location", "lean", "region=south", "--imw", w.IMW.String(), "--espw", w.ESPW.String()).MustSucceed(t)
+	framework.StartSyncer(t, w.ESPW, w.IMW, "lean", lean)
+
+	start := time.Now()
+	w.Apply(t, w.WMW, `apiVersion: v1
+kind: Namespace
+metadata: {name: lab}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: lab}
+data: {mode: fast}
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: web, namespace: lab}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  minReplicas: 1
+  maxReplicas: 3
+---
+apiVersion: edge.kcp.io/v1alpha1
+kind: EdgePlacement
+metadata: {name: lab}
+spec:
+  locationSelectors: [{matchLabels: {region: south}}]
+  downsync: [{namespaces: [lab]}]
+`)
+	const hpa = "horizontalpodautoscalers.autoscaling/lab/web"
+	msg := w.condition(t, "lab", edgev1alpha1.PlacementReady, metav1.ConditionFalse, "failing at 1 of 1 destinations", "status.broken")
+	t.Logf("Ready False %.1fs after apply: %s", time.Since(start).Seconds(), msg)
+	entry := w.brokenEntry(t, "lab", "lean", hpa, "does not serve horizontalpodautoscalers.autoscaling",
+		"add the CRD horizontalpodautoscalers.autoscaling to the placement's downsync, or install it at the edge")
+	t.Logf("broken entry %.1fs after apply: %+v", time.Since(start).Seconds(), entry)
+	framework.EventuallyObject(t, "the placement's other object at the lean edge", lean.DynamicClient(t), configMaps, "lab", "settings",
+		framework.FieldIs("fast", "data", "mode"))
+	w.statusShows(t, "lab", true, "Failing", "Broken in lab", hpa, "does not serve horizontalpodautoscalers.autoscaling")
+	w.goodKeepsConverging(t)
+
+	start = time.Now()
+	framework.Kubectl(t, "--kubeconfig", lean.KubeconfigPath, "apply", "--server-side", "-f", "../../../config/workload-crds/horizontalpodautoscalers.autoscaling.yaml").MustSucceed(t)
+	hpas := schema.GroupVersionResource{Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers"}
+	framework.EventuallyObject(t, "the HorizontalPodAutoscaler, once the edge serves its kind", lean.DynamicClient(t), hpas, "lab", "web", framework.Present)
+	t.Logf("after the fix: the HorizontalPodAutoscaler at the edge %.1fs after its CRD was installed there", time.Since(start).Seconds())
+	w.mended(t, "lab", "lean", hpa)
+	w.statusShows(t, "lab", false, "Failing", "Broken in lab")
+	w.goodKeepsConverging(t)
+}
+
+// TestSyncerGivenTheWrongMailbox starts edge-syncer for edge1 with edge2's mailbox kubeconfig,
+// then with its own kubeconfig and edge2's UID: each time it refuses to start, with an error that
+// names both UIDs and the fix, before it applies anything or renews any heartbeat. Had it started,
+// it would have applied edge2's workload at edge1 and kept edge2 looking served. edge2's Lease
+// stays its own syncer's, and the good placement keeps converging.
+func TestSyncerGivenTheWrongMailbox(t *testing.T) {
+	w := setUp(t)
+	edge1, edge2 := w.syncers["edge1"], w.syncers["edge2"]
+	leases := schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
+	holder := func() string {
+		l := framework.GetObject(t, framework.KCP(t).DynamicClient(t, w.Mailbox(t, "edge2")), leases, transport.SyncerNamespace, transport.HeartbeatLease)
+		h, _, _ := unstructured.NestedString(l.Object, "spec", "holderIdentity")
+		return h
+	}
+	before := holder()
+	for _, tc := range []struct {
+		name, kubeconfig, uid string
+		wantUID               string
+	}{
+		{"edge2's mailbox kubeconfig", edge2.KubeconfigPath, edge1.UID, edge2.UID},
+		{"edge2's UID", edge1.KubeconfigPath, edge2.UID, edge1.UID},
+	} {
+		ctx := framework.Context(t, time.Minute)
+		cmd := exec.CommandContext(ctx, filepath.Join(framework.BinDir(t), "edge-syncer"),
+			"--from-kubeconfig", tc.kubeconfig, "--to-kubeconfig", w.edges["edge1"].KubeconfigPath,
+			"--sync-target-name", "edge1", "--sync-target-uid", tc.uid, "--http-address", "127.0.0.1:0")
+		start := time.Now()
+		out, err := cmd.CombinedOutput()
+		if err == nil || ctx.Err() != nil {
+			t.Fatalf("edge-syncer for edge1 with %s: exited %v after %.1fs, want a refusal at once:\n%s", tc.name, err, time.Since(start).Seconds(), out)
+		}
+		for _, want := range []string{"the mailbox of the SyncTarget with UID " + tc.wantUID, "SyncTarget edge1 with UID " + tc.uid, "kubectl edge prep-for-syncer edge1 again"} {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("edge-syncer for edge1 with %s: its error lacks %q:\n%s", tc.name, want, out)
+			}
+		}
+		t.Logf("edge-syncer for edge1 with %s refused in %.1fs: %s", tc.name, time.Since(start).Seconds(), strings.TrimSpace(string(out)))
+	}
+	if after := holder(); after != before {
+		t.Errorf("edge2's heartbeat Lease is held by %q now, by %q before", after, before)
+	}
+	if edge1.Exited() || edge2.Exited() {
+		t.Error("a syncer of the fleet exited")
+	}
 	w.goodKeepsConverging(t)
 }

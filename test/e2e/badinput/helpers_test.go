@@ -32,6 +32,8 @@ var (
 type world struct {
 	*framework.Fleet
 	edges map[string]*framework.PCluster
+	// syncers are the edges' syncers, by edge name.
+	syncers map[string]*framework.Syncer
 	// edgeNames are the keys of edges, sorted.
 	edgeNames []string
 	// goodVersion is the data.version of good/config that every edge should have.
@@ -46,7 +48,7 @@ func newWorld(t *testing.T, withKube bool) *world {
 	if withKube {
 		regions["kube1"] = "north"
 	}
-	w := &world{Fleet: framework.NewFleet(t, regions), edges: map[string]*framework.PCluster{}}
+	w := &world{Fleet: framework.NewFleet(t, regions), edges: map[string]*framework.PCluster{}, syncers: map[string]*framework.Syncer{}}
 	for _, name := range []string{"edge1", "edge2"} {
 		w.edges[name] = framework.NewLogicalPCluster(t, name)
 	}
@@ -58,7 +60,7 @@ func newWorld(t *testing.T, withKube bool) *world {
 	}
 	sort.Strings(w.edgeNames)
 	for _, name := range w.edgeNames {
-		framework.StartSyncer(t, w.ESPW, w.IMW, name, w.edges[name])
+		w.syncers[name] = framework.StartSyncer(t, w.ESPW, w.IMW, name, w.edges[name])
 	}
 	w.Apply(t, w.WMW, `apiVersion: v1
 kind: Namespace
@@ -203,6 +205,19 @@ func (w *world) brokenEntry(t *testing.T, placement, syncTarget, object string, 
 		return false, fmt.Sprintf("EdgePlacement %s has no broken entry for %s at %s: %+v", placement, object, syncTarget, entries)
 	})
 	return found
+}
+
+// mended waits until the placement has no broken entry for the object at the SyncTarget.
+func (w *world) mended(t *testing.T, placement, syncTarget, object string) {
+	t.Helper()
+	framework.Eventually(t, framework.Converge, func() (bool, string) {
+		for _, b := range w.broken(t, placement) {
+			if b.Object == object && strings.HasSuffix(b.Destination, ":"+syncTarget) {
+				return false, fmt.Sprintf("still broken: %+v", b)
+			}
+		}
+		return true, ""
+	})
 }
 
 // logicalCluster is the logical cluster name of the workload workspace.
