@@ -416,6 +416,51 @@ func TestProgressDeadlineStallsAndRecovers(t *testing.T) {
 	framework.EventuallyObject(t, "e01", f.edges["e01"].DynamicClient(t), deployments, "app", "web", framework.Present)
 }
 
+// TestDeletedMidRollout: a destination whose SyncTarget is deleted while the rollout waits for it
+// does not hold the rollout up (the next destination gets the workload long before the progress
+// deadline); the EdgePlacement deleted mid-rollout takes its assemblage out of every mailbox, and
+// applied again it is delivered afresh, with no rollout state left behind to hold it.
+func TestDeletedMidRollout(t *testing.T) {
+	f := newEdgeFleet(t, 3, 0)
+	f.Apply(t, f.WMW, fmt.Sprintf(deploymentManifest, "v1"))
+	f.Apply(t, f.WMW, placementWith("app", "    maxInFlight: 1\n    progressDeadlineSeconds: 600\n"))
+	// e00 goes first (name order), and its Deployment never becomes ready by itself: e01 waits.
+	framework.EventuallyObject(t, "e00", f.edges["e00"].DynamicClient(t), deployments, "app", "web", framework.Present)
+	time.Sleep(3 * time.Second)
+	if framework.GetObject(t, f.edges["e01"].DynamicClient(t), deployments, "app", "web") != nil {
+		t.Fatal("e01 got the Deployment while e00, in flight, was not ready: the test cannot show what deleting e00 does")
+	}
+	start := time.Now()
+	framework.Kubectl(t, "--server", framework.KCP(t).ServerURL(f.IMW), "delete", "synctarget", "e00").MustSucceed(t)
+	framework.EventuallyObject(t, "e01, after e00's SyncTarget was deleted", f.edges["e01"].DynamicClient(t), deployments, "app", "web", framework.Present)
+	t.Logf("e00's SyncTarget deleted while in flight: e01 got the Deployment %.1fs later (progress deadline 600 s)", time.Since(start).Seconds())
+
+	// The placement deleted while e01 is in flight: its assemblage leaves every mailbox.
+	start = time.Now()
+	f.Kubectl(t, f.WMW, "delete", "edgeplacement", "app").MustSucceed(t)
+	name := transport.AssemblageName(logicalClusterOf(t, f.WMW), "app")
+	for _, n := range []string{"e01", "e02"} {
+		framework.EventuallyObject(t, "the assemblage of the deleted placement in "+n+"'s mailbox", framework.KCP(t).DynamicClient(t, f.mailboxes[n]),
+			framework.AssemblagesGVR, "", name, framework.Absent)
+	}
+	t.Logf("placement deleted mid-rollout: its assemblage gone from the mailboxes %.1fs later", time.Since(start).Seconds())
+
+	// Applied again, without a rollout: both remaining destinations get it at once (e02 never had
+	// it: the rollout had not reached it).
+	start = time.Now()
+	f.Apply(t, f.WMW, `apiVersion: edge.kcp.io/v1alpha1
+kind: EdgePlacement
+metadata: {name: app}
+spec:
+  locationSelectors: [{matchLabels: {region: north}}]
+  downsync: [{namespaces: [app]}]
+`)
+	for _, n := range []string{"e01", "e02"} {
+		framework.EventuallyObject(t, n+", the placement applied again", f.edges[n].DynamicClient(t), deployments, "app", "web", framework.Present)
+	}
+	t.Logf("placement applied again: the Deployment at e01 and e02 %.1fs later", time.Since(start).Seconds())
+}
+
 // TestNewerVersionSupersedes: an edit published mid-rollout replaces the one in flight; no
 // destination gets the first edit after the second was published.
 func TestNewerVersionSupersedes(t *testing.T) {
