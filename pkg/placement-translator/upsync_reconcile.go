@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -64,8 +65,9 @@ func (c *Controller) reconcileUpsync(ctx context.Context, key upsyncKey) error {
 	if !known {
 		return errNotKnownYet
 	}
+	cands, refused := c.withoutOthersNamespaces(key, cands)
 	winner := chooseUpsyncSource(cands, existing)
-	problems := upsyncConflicts(key, cands, existing, winner)
+	problems := append(refused, upsyncConflicts(key, cands, existing, winner)...)
 	var err error
 	switch {
 	case winner >= 0:
@@ -131,6 +133,62 @@ func (c *Controller) upsyncCandidates(key upsyncKey) (cands []upsyncCandidate, k
 	}
 	sort.Slice(cands, func(i, j int) bool { return cands[i].destination() < cands[j].destination() })
 	return cands, true
+}
+
+// edgeOwnNamespaces are namespaces of the edge cluster itself, never of a workload: what is made
+// there (the edge's own Secrets, the syncer's mailbox kubeconfig) is no author's to have back.
+var edgeOwnNamespaces = map[string]bool{"kube-system": true, "kube-public": true, "kube-node-lease": true, "edge-syncer": true}
+
+// withoutOthersNamespaces leaves out the candidates that are not the workspace's to have back: an
+// object in a namespace of the edge cluster itself, or in a namespace that another workspace
+// delivers to that destination and this one does not (another tenant's, at a shared edge). An
+// upsync rule can name any namespace, so without this an author would read what other tenants'
+// workloads, or the edge itself, made there. Each is reported to the placements that asked.
+// Namespaces that only the edge has (made there by the workload) still come back.
+func (c *Controller) withoutOthersNamespaces(key upsyncKey, cands []upsyncCandidate) (kept []upsyncCandidate, refused []problem) {
+	if key.namespace == "" {
+		return cands, nil
+	}
+	for _, cand := range cands {
+		why := ""
+		switch {
+		case edgeOwnNamespaces[key.namespace]:
+			why = "it is a namespace of the edge cluster itself"
+		case c.deliveredByOthersOnly(logicalcluster.From(cand.obj), key.cluster, key.namespace):
+			why = "another workspace delivers that namespace there, and this one does not"
+		}
+		if why == "" {
+			kept = append(kept, cand)
+			continue
+		}
+		msg := fmt.Sprintf("%s is not returned from %s: %s; up-sync brings back objects of the namespaces this workspace delivers to a destination, or that only the edge has",
+			key.copyKey().String(), cand.destination(), why)
+		for _, pk := range cand.placements {
+			refused = append(refused, problem{pk, problemUpsyncConflict, msg})
+		}
+	}
+	return kept, refused
+}
+
+// deliveredByOthersOnly says whether, in the mailbox with the given logical cluster, an
+// assemblage of a workspace other than cluster carries the namespace, and none of cluster's does.
+func (c *Controller) deliveredByOthersOnly(mailbox logicalcluster.Name, cluster, namespace string) bool {
+	if c.view.assemblages == nil {
+		return false
+	}
+	own, others := false, false
+	for _, u := range inMailbox(c.view.assemblages, mailbox) {
+		objects, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "objects")
+		if !slices.Contains(objects, "namespaces/"+namespace) {
+			continue
+		}
+		if u.GetLabels()[transport.LabelPlacementCluster] == cluster {
+			own = true
+		} else {
+			others = true
+		}
+	}
+	return others && !own
 }
 
 // chooseUpsyncSource picks the candidate that the workspace's copy comes from, or -1 for none.

@@ -17,6 +17,7 @@ import (
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 	"github.com/kcp-dev/edge-mc/pkg/mailbox"
+	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
 var (
@@ -463,4 +464,57 @@ func TestComputeDesiredSkipsUpsyncedObjects(t *testing.T) {
 	if _, found := d.copies[ck(configMapsGVR, "app", "cfg")]; !found {
 		t.Errorf("the workspace's own object was not selected")
 	}
+}
+
+// TestUpsyncStaysWithinTheWorkspace: an up-synced object comes back to a workspace only from a
+// namespace it delivers to that destination, or one that only the edge has; not from a namespace
+// that another workspace delivers there (another tenant's), nor from the edge's own.
+func TestUpsyncStaysWithinTheWorkspace(t *testing.T) {
+	w := newTestWorld(t)
+	c := w.c
+	c.view.assemblages = newTestInformer(cache.Indexers{})
+	assemblage := func(ws, name string, objects ...string) {
+		a := obj("edge.kcp.io/v1alpha1", "Assemblage", "mbc1", "", name, map[string]string{transport.LabelPlacementCluster: ws})
+		a.Object["spec"] = map[string]any{"objects": toAny(objects)}
+		w.add(t, c.view.assemblages, a)
+	}
+	assemblage("ws1", "a1", "namespaces/mine", "configmaps/mine/settings")
+	assemblage("ws2", "a2", "namespaces/theirs", "configmaps/theirs/settings", "namespaces/shared")
+	assemblage("ws1", "a3", "namespaces/shared")
+	p1 := placementKey{"ws1", "p1"}
+	cand := upsyncCandidate{obj: withCluster(obj("v1", "ConfigMap", "", "x", "r", nil), "mbc1"), placements: []placementKey{p1},
+		dest: edgev1alpha1.SinglePlacement{Cluster: "inv", SyncTargetName: "st1"}}
+	for _, tc := range []struct {
+		namespace string
+		kept      bool
+		why       string
+	}{
+		{"mine", true, ""},
+		{"shared", true, ""},
+		{"edge-only", true, ""},
+		{"", true, ""}, // cluster-scoped
+		{"theirs", false, "another workspace delivers that namespace there"},
+		{"kube-system", false, "a namespace of the edge cluster itself"},
+		{"edge-syncer", false, "a namespace of the edge cluster itself"},
+	} {
+		key := upsyncKey{cluster: "ws1", gr: configMapsGR, namespace: tc.namespace, name: "r"}
+		kept, refused := c.withoutOthersNamespaces(key, []upsyncCandidate{cand})
+		if tc.kept {
+			if len(kept) != 1 || len(refused) != 0 {
+				t.Errorf("namespace %q: kept %d, refused %+v; want it returned", tc.namespace, len(kept), refused)
+			}
+			continue
+		}
+		if len(kept) != 0 || len(refused) != 1 || refused[0].placement != p1 || !strings.Contains(refused[0].message, tc.why) || !strings.Contains(refused[0].message, "inv:st1") {
+			t.Errorf("namespace %q: kept %d, refused %+v; want it refused to p1, saying %q and naming the destination", tc.namespace, len(kept), refused, tc.why)
+		}
+	}
+}
+
+func toAny(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
 }

@@ -12,7 +12,11 @@ import (
 	"github.com/kcp-dev/edge-mc/test/framework"
 )
 
-var workspacesGVR = schema.GroupVersionResource{Group: "tenancy.kcp.io", Version: "v1alpha1", Resource: "workspaces"}
+var (
+	workspacesGVR = schema.GroupVersionResource{Group: "tenancy.kcp.io", Version: "v1alpha1", Resource: "workspaces"}
+	configMapsGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+)
 
 // grantAdmin makes user an admin of the workspace ws (cluster-admin there, which includes kcp's
 // access to the workspace), as its owner would be, and waits until kcp's authorizer has the
@@ -108,5 +112,66 @@ func TestWorkloadAuthorCannotMakeInventory(t *testing.T) {
 		t.Logf("known gap (%s): alice's SyncTarget made %d mailbox workspace(s) in the ESPW", why, after-before)
 	case !strictGaps():
 		t.Errorf("alice's SyncTarget made no mailbox: the gap (%s) is closed; make that this test's expectation and update docs/reliability.md", why)
+	}
+}
+
+// TestUpsyncStaysWithinTheWorkspace: two workload workspaces place on one edge cluster, a's
+// namespace a-app and b's b-app. a's placement asks for ConfigMaps of b-app and of the edge's
+// kube-system back as well as of its own. What workloads make at the edge comes back to the
+// workspace whose namespace it is: a gets a-app's, b gets b-app's, and a gets neither b-app's nor
+// kube-system's, with an UpsyncConflict condition that says why.
+func TestUpsyncStaysWithinTheWorkspace(t *testing.T) {
+	f := framework.NewFleet(t, map[string]string{"edge1": "east"})
+	edge := framework.NewLogicalPCluster(t, "edge1")
+	framework.StartSyncer(t, f.ESPW, f.IMW, "edge1", edge)
+	parent, _ := f.WMW.Parent()
+	wmwB := parent.Join("wmw-b")
+	framework.KubectlEdge(t, "ensure", "wmw", wmwB.String(), "--espw", f.ESPW.String()).MustSucceed(t)
+	placement := func(ns string, upsync ...string) string {
+		return fmt.Sprintf(`apiVersion: v1
+kind: Namespace
+metadata: {name: %s}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: %s}
+data: {mode: fast}
+---
+apiVersion: edge.kcp.io/v1alpha1
+kind: EdgePlacement
+metadata: {name: app}
+spec:
+  locationSelectors: [{matchLabels: {region: east}}]
+  downsync: [{namespaces: [%s]}]
+  upsync: [{resources: [configmaps], namespaces: [%s]}]
+`, ns, ns, ns, strings.Join(upsync, ", "))
+	}
+	f.Apply(t, f.WMW, placement("a-app", "a-app", "b-app", "kube-system"))
+	f.Apply(t, wmwB, placement("b-app", "b-app"))
+	ec := edge.DynamicClient(t)
+	for _, ns := range []string{"a-app", "b-app"} {
+		framework.EventuallyObject(t, "namespace "+ns+" at the edge", ec, namespacesGVR, "", ns, framework.Present)
+	}
+	if r := framework.Kubectl(t, "--kubeconfig", edge.KubeconfigPath, "create", "namespace", "kube-system"); r.Err != nil && !strings.Contains(r.Stderr, "AlreadyExists") {
+		t.Fatalf("creating kube-system at the edge: %v: %s", r.Err, r.Stderr)
+	}
+	for _, ns := range []string{"a-app", "b-app", "kube-system"} {
+		framework.Kubectl(t, "--kubeconfig", edge.KubeconfigPath, "create", "configmap", "made-at-the-edge", "-n", ns, "--from-literal=of="+ns).MustSucceed(t)
+	}
+	a, b := framework.KCP(t).DynamicClient(t, f.WMW), framework.KCP(t).DynamicClient(t, wmwB)
+	framework.EventuallyObject(t, "a-app's ConfigMap back in workspace a", a, configMapsGVR, "a-app", "made-at-the-edge", framework.FieldIs("a-app", "data", "of"))
+	framework.EventuallyObject(t, "b-app's ConfigMap back in workspace b", b, configMapsGVR, "b-app", "made-at-the-edge", framework.FieldIs("b-app", "data", "of"))
+	msg := framework.EventuallyPlacementCondition(t, a, "app", "UpsyncConflict", "True", "configmaps/b-app/made-at-the-edge is not returned",
+		"another workspace delivers that namespace there", "configmaps/kube-system/made-at-the-edge is not returned", "a namespace of the edge cluster itself")
+	t.Logf("workspace a's placement: UpsyncConflict: %s", msg)
+	// By now a's return path has judged both; neither ever arrives.
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, ns := range []string{"b-app", "kube-system"} {
+			if framework.GetObject(t, a, configMapsGVR, ns, "made-at-the-edge") != nil {
+				t.Fatalf("workspace a got the ConfigMap made at the edge in %s, which is not a's", ns)
+			}
+		}
+		time.Sleep(time.Second)
 	}
 }
