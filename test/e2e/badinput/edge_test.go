@@ -3,6 +3,7 @@ package badinput
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -267,5 +268,85 @@ func TestSyncerGivenTheWrongMailbox(t *testing.T) {
 	if edge1.Exited() || edge2.Exited() {
 		t.Error("a syncer of the fleet exited")
 	}
+	w.goodKeepsConverging(t)
+}
+
+// TestEdgeRefusesACRD places a custom kind, its CRD and one object of it, on edge1, which has a
+// CRD of that name already with another scope (installed there by someone else), and on edge2,
+// which has none: edge1 refuses the CRD (a CRD's scope cannot change), and the placement's broken
+// entry for edge1 names the CRD and the edge's reason; edge2 gets the kind and the object; the
+// placement's other objects reach both, and the good placement keeps converging. Once the
+// conflicting CRD is removed at edge1, the placement's next version brings the kind and the
+// object there.
+func TestEdgeRefusesACRD(t *testing.T) {
+	w := setUp(t)
+	crd := func(scope string) string {
+		return `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.example.com}
+spec:
+  group: example.com
+  scope: ` + scope + `
+  names: {plural: gadgets, singular: gadget, kind: Gadget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+`
+	}
+	edge1 := w.edges["edge1"]
+	clusterScoped := filepath.Join(t.TempDir(), "gadgets-cluster-scoped.yaml")
+	if err := os.WriteFile(clusterScoped, []byte(crd("Cluster")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	framework.Kubectl(t, append([]string{"--kubeconfig", edge1.KubeconfigPath}, framework.ApplyArgs("-f", clusterScoped)...)...).MustSucceed(t)
+	start := time.Now()
+	w.Apply(t, w.WMW, crd("Namespaced")+`---
+apiVersion: v1
+kind: Namespace
+metadata: {name: lab}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: lab}
+data: {mode: fast}
+`)
+	gadget := "apiVersion: example.com/v1\nkind: Gadget\nmetadata: {name: g1, namespace: lab}\nspec: {size: 3}\n"
+	framework.Eventually(t, framework.Converge, func() (bool, string) {
+		r := framework.KubectlApply(t, framework.KCP(t).ServerURL(w.WMW), gadget)
+		return r.Err == nil, "the Gadget kind is not served in the workload workspace yet: " + r.Stderr
+	})
+	w.Apply(t, w.WMW, `apiVersion: edge.kcp.io/v1alpha1
+kind: EdgePlacement
+metadata: {name: lab}
+spec:
+  locationSelectors: [{matchExpressions: [{key: region, operator: In, values: [east, west]}]}]
+  downsync: [{namespaces: [lab]}]
+`)
+	const crdKey = "customresourcedefinitions.apiextensions.k8s.io/gadgets.example.com"
+	msg := w.condition(t, "lab", edgev1alpha1.PlacementReady, metav1.ConditionFalse, "failing at 1 of 2 destinations", "status.broken")
+	t.Logf("Ready False %.1fs after apply: %s", time.Since(start).Seconds(), msg)
+	entry := w.brokenEntry(t, "lab", "edge1", crdKey, "refused", "spec.scope")
+	t.Logf("broken entry %.1fs after apply: %+v", time.Since(start).Seconds(), entry)
+	gadgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "gadgets"}
+	framework.EventuallyObject(t, "the Gadget at edge2", w.edges["edge2"].DynamicClient(t), gadgets, "lab", "g1", framework.Present)
+	for _, edge := range []string{"edge1", "edge2"} {
+		w.at(t, edge, "the placement's other object", configMaps, "lab", "settings", framework.FieldIs("fast", "data", "mode"))
+	}
+	w.statusShows(t, "lab", true, "Failing", "Broken in lab", crdKey, "refused")
+	w.goodKeepsConverging(t)
+
+	// The conflicting CRD removed at edge1; the placement's next version brings the kind there.
+	framework.Kubectl(t, "--kubeconfig", edge1.KubeconfigPath, "delete", "crd", "gadgets.example.com").MustSucceed(t)
+	start = time.Now()
+	w.Apply(t, w.WMW, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: lab}\ndata: {mode: slow}\n")
+	framework.EventuallyObject(t, "the Gadget at edge1, its CRD delivered", edge1.DynamicClient(t), gadgets, "lab", "g1", framework.Present)
+	t.Logf("after the fix: the Gadget at edge1 %.1fs after the next version", time.Since(start).Seconds())
+	w.mended(t, "lab", "edge1", crdKey)
+	w.statusShows(t, "lab", false, "Failing", "Broken in lab")
 	w.goodKeepsConverging(t)
 }
