@@ -188,3 +188,15 @@ func readFile(t *testing.T, path string) string {
 	}
 	return string(data)
 }
+
+// TestRenderDeployNumericVersion: a version that YAML would read as a number (a commit hash of
+// digits only) still renders, as the image's tag.
+func TestRenderDeployNumericVersion(t *testing.T) {
+	out, err := renderDeploy("../../config/deploy", "registry.example/edge-mc", "6556114")
+	if err != nil {
+		t.Fatalf("rendering with version 6556114: %v", err)
+	}
+	if want := "image: registry.example/edge-mc/edge-controller-manager:6556114"; !strings.Contains(string(out), want) {
+		t.Errorf("the rendered Deployment lacks %q:\n%s", want, out)
+	}
+}

@@ -36,15 +36,17 @@ func renderDeploy(deployDir, imageRepo, version string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the kustomize base %s: %w", deployDir, err)
 	}
+	// Quoted: a version that is all digits (a commit hash such as 6556114) is a number to YAML,
+	// which kustomize refuses as a tag.
 	kustomization := fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
 - ../base
 images:
-- name: %s
-  newName: %s/edge-controller-manager
-  newTag: %s
-`, deployImage, imageRepo, version)
+- name: %q
+  newName: %q
+  newTag: %q
+`, deployImage, imageRepo+"/edge-controller-manager", version)
 	if err := fSys.WriteFile("/overlay/kustomization.yaml", []byte(kustomization)); err != nil {
 		return nil, err
 	}

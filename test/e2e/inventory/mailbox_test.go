@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/transport"
 	"github.com/kcp-dev/edge-mc/test/framework"
 )
 
@@ -222,9 +223,9 @@ func TestSyncerCredentialReachesOnlyItsMailbox(t *testing.T) {
 	own := getSyncTarget(t, imw, "edge-1").Status.MailboxWorkspace
 	other := getSyncTarget(t, imw, "edge-2").Status.MailboxWorkspace
 
-	cm := writeFile(t, "cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: probe, namespace: default}\ndata: {written: by-syncer}\n")
-	framework.Kubectl(t, append([]string{"--kubeconfig", kubeconfig}, framework.ApplyArgs("-f", cm)...)...).MustSucceed(t)
-	out := framework.Kubectl(t, "--kubeconfig", kubeconfig, "get", "configmap", "probe", "-n", "default", "-o", "jsonpath={.data.written}").MustSucceed(t).Stdout
+	lease := writeFile(t, "lease.yaml", heartbeatLease("by-syncer"))
+	framework.Kubectl(t, append([]string{"--kubeconfig", kubeconfig}, framework.ApplyArgs("-f", lease)...)...).MustSucceed(t)
+	out := framework.Kubectl(t, "--kubeconfig", kubeconfig, "get", "lease", transport.HeartbeatLease, "-n", "default", "-o", "jsonpath={.spec.holderIdentity}").MustSucceed(t).Stdout
 	if out != "by-syncer" {
 		t.Errorf("reading back from its own mailbox %s: got %q", own, out)
 	}
@@ -235,6 +236,12 @@ func TestSyncerCredentialReachesOnlyItsMailbox(t *testing.T) {
 			t.Errorf("the syncer credential of edge-1 in %s: want 403 Forbidden, got: %s", ws, res.Stderr)
 		}
 	}
+}
+
+// heartbeatLease is the syncer's heartbeat Lease held by holder: what the syncer's credential
+// writes in its mailbox.
+func heartbeatLease(holder string) string {
+	return fmt.Sprintf("apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata: {name: %s, namespace: default}\nspec: {holderIdentity: %s}\n", transport.HeartbeatLease, holder)
 }
 
 // syncerKubeconfig writes the mailbox kubeconfig that prep-for-syncer gives for a SyncTarget.

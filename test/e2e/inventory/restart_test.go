@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kcp-dev/edge-mc/pkg/transport"
 	"github.com/kcp-dev/edge-mc/test/framework"
 )
 
@@ -22,7 +23,8 @@ func TestCredentialAndMailboxSurviveKCPRestart(t *testing.T) {
 	expectMailboxes(t, espw, []target{{imw, "edge-1"}}, time.Minute)
 	before := mailboxes(t, espw)
 	kubeconfig := syncerKubeconfig(t, imw, "edge-1")
-	probe := writeFile(t, "cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: before-restart, namespace: default}\n")
+	// The syncer's credential writes its heartbeat Lease (what its role allows it to write).
+	probe := writeFile(t, "lease.yaml", heartbeatLease("before-restart"))
 	framework.Kubectl(t, append([]string{"--kubeconfig", kubeconfig}, framework.ApplyArgs("-f", probe)...)...).MustSucceed(t)
 	stBefore := getSyncTarget(t, imw, "edge-1")
 
@@ -35,8 +37,8 @@ func TestCredentialAndMailboxSurviveKCPRestart(t *testing.T) {
 	t.Log("kcp restarted")
 
 	framework.Eventually(t, time.Minute, func() (bool, string) {
-		res := framework.Kubectl(t, "--kubeconfig", kubeconfig, "get", "configmap", "before-restart", "-n", "default", "-o", "name")
-		return res.Err == nil && strings.TrimSpace(res.Stdout) == "configmap/before-restart", fmt.Sprintf("%v %s", res.Err, res.Stderr)
+		res := framework.Kubectl(t, "--kubeconfig", kubeconfig, "get", "lease", transport.HeartbeatLease, "-n", "default", "-o", "jsonpath={.spec.holderIdentity}")
+		return res.Err == nil && strings.TrimSpace(res.Stdout) == "before-restart", fmt.Sprintf("%v %s %s", res.Err, res.Stdout, res.Stderr)
 	})
 	if cm.Exited() {
 		t.Fatal("edge-controller-manager exited while kcp was down")
