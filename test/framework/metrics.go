@@ -12,8 +12,18 @@ var labelPair = regexp.MustCompile(`(\w+)="((?:[^"\\]|\\.)*)"`)
 // by verb and resource, with the subresource after a slash: "APPLY assemblages",
 // "UPDATE synctargets/status". kcp counts requests for its whole shard, across workspaces.
 func RequestCounts(metrics string) map[string]float64 {
-	const series = "apiserver_request_total{"
 	counts := map[string]float64{}
+	EachRequestSeries(metrics, func(verb, resource string, labels map[string]string, value float64) {
+		counts[verb+" "+resource] += value
+	})
+	return counts
+}
+
+// EachRequestSeries calls f for each apiserver_request_total series of resource requests in
+// kcp's Prometheus text, with its verb, its resource (with the subresource after a slash), all
+// its labels and its value; discovery and other non-resource requests are left out.
+func EachRequestSeries(metrics string, f func(verb, resource string, labels map[string]string, value float64)) {
+	const series = "apiserver_request_total{"
 	for _, line := range strings.Split(metrics, "\n") {
 		if !strings.HasPrefix(line, series) {
 			continue
@@ -32,14 +42,13 @@ func RequestCounts(metrics string) map[string]float64 {
 		}
 		resource := labels["resource"]
 		if resource == "" {
-			continue // discovery and other non-resource requests
+			continue
 		}
 		if sub := labels["subresource"]; sub != "" {
 			resource += "/" + sub
 		}
-		counts[labels["verb"]+" "+resource] += value
+		f(labels["verb"], resource, labels, value)
 	}
-	return counts
 }
 
 // IsWrite says whether a key of RequestCounts is a write: a create, update, patch, apply or

@@ -3,9 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
-	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/kcp-dev/edge-mc/test/framework"
@@ -18,44 +16,19 @@ type requestCount struct {
 	Count   float64 `json:"count"`
 }
 
-var metricLabel = regexp.MustCompile(`(\w+)="((?:[^"\\]|\\.)*)"`)
-
 // requestCounts sums kcp's apiserver_request_total series (Prometheus text) by verb and
 // resource, with the subresource after a slash, as framework.RequestCounts does, but keeps
 // requests answered with a code other than 2xx apart, the code after the resource:
 // "PUT edgeplacements/status 409".
 func requestCounts(metrics string) map[string]float64 {
-	const series = "apiserver_request_total{"
 	counts := map[string]float64{}
-	for _, line := range strings.Split(metrics, "\n") {
-		if !strings.HasPrefix(line, series) {
-			continue
-		}
-		end := strings.LastIndexByte(line, '}')
-		if end < 0 {
-			continue
-		}
-		value, err := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
-		if err != nil {
-			continue
-		}
-		labels := map[string]string{}
-		for _, m := range metricLabel.FindAllStringSubmatch(line[len(series):end], -1) {
-			labels[m[1]] = m[2]
-		}
-		key := labels["resource"]
-		if key == "" {
-			continue // discovery and other non-resource requests
-		}
-		if sub := labels["subresource"]; sub != "" {
-			key += "/" + sub
-		}
-		key = labels["verb"] + " " + key
+	framework.EachRequestSeries(metrics, func(verb, resource string, labels map[string]string, value float64) {
+		key := verb + " " + resource
 		if code := labels["code"]; code != "" && !strings.HasPrefix(code, "2") {
 			key += " " + code
 		}
 		counts[key] += value
-	}
+	})
 	return counts
 }
 
