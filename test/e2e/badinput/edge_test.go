@@ -179,15 +179,7 @@ func TestKindTheEdgeDoesNotServe(t *testing.T) {
 	framework.StartSyncer(t, w.ESPW, w.IMW, "lean", lean)
 
 	start := time.Now()
-	w.Apply(t, w.WMW, `apiVersion: v1
-kind: Namespace
-metadata: {name: lab}
----
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: settings, namespace: lab}
-data: {mode: fast}
----
+	w.Apply(t, w.WMW, labObjects+`---
 apiVersion: autoscaling/v2
 kind: HorizontalPodAutoscaler
 metadata: {name: web, namespace: lab}
@@ -196,13 +188,7 @@ spec:
   minReplicas: 1
   maxReplicas: 3
 ---
-apiVersion: edge.kcp.io/v1alpha1
-kind: EdgePlacement
-metadata: {name: lab}
-spec:
-  locationSelectors: [{matchLabels: {region: south}}]
-  downsync: [{namespaces: [lab]}]
-`)
+`+labPlacement("{matchLabels: {region: south}}"))
 	const hpa = "horizontalpodautoscalers.autoscaling/lab/web"
 	msg := w.condition(t, "lab", edgev1alpha1.PlacementReady, metav1.ConditionFalse, "failing at 1 of 1 destinations", "status.broken")
 	t.Logf("Ready False %.1fs after apply: %s", time.Since(start).Seconds(), msg)
@@ -305,28 +291,13 @@ spec:
 	}
 	framework.Kubectl(t, append([]string{"--kubeconfig", edge1.KubeconfigPath}, framework.ApplyArgs("-f", clusterScoped)...)...).MustSucceed(t)
 	start := time.Now()
-	w.Apply(t, w.WMW, crd("Namespaced")+`---
-apiVersion: v1
-kind: Namespace
-metadata: {name: lab}
----
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: settings, namespace: lab}
-data: {mode: fast}
-`)
+	w.Apply(t, w.WMW, crd("Namespaced")+"---\n"+labObjects)
 	gadget := "apiVersion: example.com/v1\nkind: Gadget\nmetadata: {name: g1, namespace: lab}\nspec: {size: 3}\n"
 	framework.Eventually(t, framework.Converge, func() (bool, string) {
 		r := framework.KubectlApply(t, framework.KCP(t).ServerURL(w.WMW), gadget)
 		return r.Err == nil, "the Gadget kind is not served in the workload workspace yet: " + r.Stderr
 	})
-	w.Apply(t, w.WMW, `apiVersion: edge.kcp.io/v1alpha1
-kind: EdgePlacement
-metadata: {name: lab}
-spec:
-  locationSelectors: [{matchExpressions: [{key: region, operator: In, values: [east, west]}]}]
-  downsync: [{namespaces: [lab]}]
-`)
+	w.Apply(t, w.WMW, labPlacement("{matchExpressions: [{key: region, operator: In, values: [east, west]}]}"))
 	const crdKey = "customresourcedefinitions.apiextensions.k8s.io/gadgets.example.com"
 	msg := w.condition(t, "lab", edgev1alpha1.PlacementReady, metav1.ConditionFalse, "failing at 1 of 2 destinations", "status.broken")
 	t.Logf("Ready False %.1fs after apply: %s", time.Since(start).Seconds(), msg)
@@ -349,4 +320,28 @@ spec:
 	w.mended(t, "lab", "edge1", crdKey)
 	w.statusShows(t, "lab", false, "Failing", "Broken in lab")
 	w.goodKeepsConverging(t)
+}
+
+// labObjects are the namespace lab and a ConfigMap in it: the placement lab's objects that every
+// edge takes, beside the bad one a test adds.
+const labObjects = `apiVersion: v1
+kind: Namespace
+metadata: {name: lab}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: lab}
+data: {mode: fast}
+`
+
+// labPlacement is the EdgePlacement lab, of the namespace lab, for the Locations that the
+// selector (YAML) matches.
+func labPlacement(selector string) string {
+	return `apiVersion: edge.kcp.io/v1alpha1
+kind: EdgePlacement
+metadata: {name: lab}
+spec:
+  locationSelectors: [` + selector + `]
+  downsync: [{namespaces: [lab]}]
+`
 }
