@@ -65,8 +65,9 @@ func (c *Controller) reconcileSyncerConfig(ctx context.Context, mb logicalcluste
 			return 0, err
 		}
 	}
-	revoke := len(grant) == 0 && (state.upsyncGranted != "" && state.upsyncGranted != upsyncGrantKey(nil) ||
-		state.upsyncGranted == "" && have != nil && (len(have.Spec.Upsync) > 0 || hasLegacyScope(&have.Spec)))
+	// Nothing to grant: take back what this process granted, or, after a restart, what the
+	// SyncerConfig shows was granted (ensureUpsyncRights writes nothing if already taken back).
+	revoke := len(grant) == 0 && (state.upsyncGranted != "" || have != nil && (len(have.Spec.Upsync) > 0 || hasLegacyScope(&have.Spec)))
 	if have != nil && hasLegacyScope(&have.Spec) {
 		if !slices.Contains(have.Status.Formats, transport.FormatV1) {
 			spec.NamespaceScope, spec.ClusterScope = have.Spec.NamespaceScope, have.Spec.ClusterScope
@@ -75,19 +76,15 @@ func (c *Controller) reconcileSyncerConfig(ctx context.Context, mb logicalcluste
 			return recheck, err
 		}
 	}
-	if have != nil && equality.Semantic.DeepEqual(have.Spec, spec) && have.Labels[LabelMailbox] == name {
-		if revoke {
-			return recheck, c.ensureUpsyncRights(ctx, mb, state, nil)
+	if have == nil || !equality.Semantic.DeepEqual(have.Spec, spec) || have.Labels[LabelMailbox] != name {
+		cfg := &edgev1alpha1.SyncerConfig{
+			TypeMeta:   metav1.TypeMeta{APIVersion: edgev1alpha1.SchemeGroupVersion.String(), Kind: "SyncerConfig"},
+			ObjectMeta: metav1.ObjectMeta{Name: edgev1alpha1.SyncerConfigName, Labels: map[string]string{LabelMailbox: name}},
+			Spec:       spec,
 		}
-		return recheck, nil
-	}
-	cfg := &edgev1alpha1.SyncerConfig{
-		TypeMeta:   metav1.TypeMeta{APIVersion: edgev1alpha1.SchemeGroupVersion.String(), Kind: "SyncerConfig"},
-		ObjectMeta: metav1.ObjectMeta{Name: edgev1alpha1.SyncerConfigName, Labels: map[string]string{LabelMailbox: name}},
-		Spec:       spec,
-	}
-	if err := c.apply(ctx, mb, syncerConfigGVR, edgev1alpha1.SyncerConfigName, cfg); err != nil {
-		return 0, fmt.Errorf("writing the SyncerConfig: %w", err)
+		if err := c.apply(ctx, mb, syncerConfigGVR, edgev1alpha1.SyncerConfigName, cfg); err != nil {
+			return 0, fmt.Errorf("writing the SyncerConfig: %w", err)
+		}
 	}
 	if revoke {
 		return recheck, c.ensureUpsyncRights(ctx, mb, state, nil)
