@@ -496,7 +496,7 @@ func (w *writtenAssemblages) forget(mbc logicalcluster.Name, name string) {
 // deleteAssemblage deletes an assemblage and its parts.
 func (c *Controller) deleteAssemblage(ctx context.Context, mb logicalcluster.Path, mbc logicalcluster.Name, name string) error {
 	err := c.cfg.Admin.Cluster(mb).Resource(assemblagesGVR).Delete(ctx, name, metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
+	if err != nil && !transport.Gone(err, assemblagesGVR.GroupResource(), name) {
 		return fmt.Errorf("deleting assemblage %s from mailbox %s: %w", name, mb, err)
 	}
 	c.written.forget(mbc, name)
@@ -512,7 +512,7 @@ func (c *Controller) deleteAssemblage(ctx context.Context, mb logicalcluster.Pat
 
 func (c *Controller) deletePart(ctx context.Context, mb logicalcluster.Path, name string) error {
 	err := c.cfg.Admin.Cluster(mb).Resource(assemblagePartsGVR).Delete(ctx, name, metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
+	if err != nil && !transport.Gone(err, assemblagePartsGVR.GroupResource(), name) {
 		return fmt.Errorf("deleting assemblage part %s from mailbox %s: %w", name, mb, err)
 	}
 	return nil

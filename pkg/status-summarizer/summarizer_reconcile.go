@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/klog/v2"
@@ -114,7 +115,7 @@ func (c *Controller) syncPlacement(ctx context.Context, pk placementKey) error {
 	updated.Object["status"] = raw
 	err = c.writePlacementStatus(ctx, pk.cluster, updated)
 	switch {
-	case apierrors.IsNotFound(err):
+	case transport.Gone(err, placementsGVR.GroupResource(), pk.name):
 		return nil
 	case apierrors.IsConflict(err):
 		return err // the newer version is on its way; retried
@@ -233,7 +234,7 @@ func (c *Controller) syncObject(ctx context.Context, k objectKey) error {
 			return nil
 		}
 		_, err := annotate(ctx, client, k, map[string]any{edgev1alpha1.AnnotationExecutingCount: nullIfEmpty(wantCount)})
-		if apierrors.IsNotFound(err) {
+		if k.gone(err) {
 			c.setReport(k, nil)
 			return nil
 		}
@@ -247,7 +248,7 @@ func (c *Controller) syncObject(ctx context.Context, k objectKey) error {
 	}
 
 	obj, err := client.Get(ctx, k.key.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
+	if k.gone(err) {
 		c.setReport(k, nil)
 		return nil
 	}
@@ -268,7 +269,7 @@ func (c *Controller) syncObject(ctx context.Context, k objectKey) error {
 	}
 	if len(patch) > 0 {
 		obj, err = annotate(ctx, client, k, patch)
-		if apierrors.IsNotFound(err) {
+		if k.gone(err) {
 			return nil
 		}
 		if err != nil {
@@ -304,11 +305,17 @@ func (c *Controller) copyStatus(ctx context.Context, client dynamic.ResourceInte
 	} else {
 		updated.Object["status"] = want
 	}
-	if _, err := client.UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil && !apierrors.IsNotFound(err) {
+	if _, err := client.UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil && !k.gone(err) {
 		return fmt.Errorf("writing the status of %s: %w", k, err)
 	}
 	klog.FromContext(ctx).V(2).Info("wrote the status reported by the one destination", "object", k.String(), "from", single.from)
 	return nil
+}
+
+// gone says whether err is the answer that the workload object does not exist (transport.Gone),
+// not any other 404 such as kcp's while it starts serving the workspace again.
+func (k objectKey) gone(err error) bool {
+	return transport.Gone(err, schema.GroupResource{Group: k.key.Group, Resource: k.key.Resource}, k.key.Name)
 }
 
 // annotate sets (or, with nil values, removes) annotations of a workload object with a merge

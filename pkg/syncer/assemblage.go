@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/klog/v2"
 
@@ -332,7 +331,7 @@ func (s *Syncer) removeAssemblage(ctx context.Context, name string) (time.Durati
 		switch {
 		case err == nil:
 			return 0, fmt.Errorf("the center still has assemblage %s; the cache is behind", name)
-		case !apierrors.IsNotFound(err):
+		case !transport.Gone(err, assemblagesGR, name):
 			return 0, fmt.Errorf("confirming with the center that assemblage %s is gone, before deleting what it carried: %w", name, err)
 		}
 		logger.Info("the assemblage left the mailbox: deleting at the edge what it carried", "objects", len(owned))

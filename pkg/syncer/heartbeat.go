@@ -11,7 +11,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
+
+	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
+
+// leasesGR names Leases in the API's answers (see transport.Gone).
+var leasesGR = coordinationv1.SchemeGroupVersion.WithResource("leases").GroupResource()
 
 // heartbeat renews the heartbeat Lease in the mailbox at the heartbeat interval (see
 // heartbeatInterval), with a little jitter, until ctx ends; a change of the interval takes effect
@@ -72,12 +77,12 @@ func (s *Syncer) renewLease(ctx context.Context, interval time.Duration) error {
 			return nil
 		}
 		s.lastLease = nil
-		if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+		if !apierrors.IsConflict(err) && !transport.Gone(err, leasesGR, s.cfg.HeartbeatLease) {
 			return fmt.Errorf("renewing Lease %s/%s in the mailbox: %w", s.cfg.HeartbeatNamespace, s.cfg.HeartbeatLease, err)
 		}
 	}
 	lease, err := leases.Get(ctx, s.cfg.HeartbeatLease, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
+	if transport.Gone(err, leasesGR, s.cfg.HeartbeatLease) {
 		lease, err = leases.Create(ctx, &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Name: s.cfg.HeartbeatLease, Namespace: s.cfg.HeartbeatNamespace},
 			Spec: coordinationv1.LeaseSpec{

@@ -25,6 +25,9 @@ const (
 	syncerConfigsResource   = "syncerconfigs"
 )
 
+// assemblagesGR names assemblages in the API's answers (see transport.Gone).
+var assemblagesGR = edgev1alpha1.SchemeGroupVersion.WithResource(assemblagesResource).GroupResource()
+
 // Indexes of the assemblage and part informers.
 const (
 	// indexCarried indexes assemblages by the keys of the objects they carry or share

@@ -9,7 +9,6 @@ import (
 	"sort"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -88,7 +87,7 @@ func (s *Syncer) writeStatus(ctx context.Context, name string) (time.Duration, e
 	now := metav1.Now()
 	status.ReportTime = &now
 	if err := s.mailboxEdge.applyStatus(ctx, assemblagesResource, "Assemblage", name, &status); err != nil {
-		if apierrors.IsNotFound(err) {
+		if transport.Gone(err, assemblagesGR, name) {
 			return 0, nil
 		}
 		metricStatusWrites.WithLabelValues("error").Inc()

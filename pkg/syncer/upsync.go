@@ -221,7 +221,7 @@ func (s *Syncer) syncUpsync(ctx context.Context, ref objectRef) (time.Duration, 
 	}
 	uid := upsynced.GetUID()
 	if err := mailbox.Delete(ctx, ref.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil &&
-		!apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		!transport.Gone(err, w.mailboxGVR.GroupResource(), ref.Name) && !apierrors.IsConflict(err) {
 		return 0, fmt.Errorf("deleting the up-synced %s from the mailbox: %w", ref, err)
 	}
 	metricUpsyncWrites.WithLabelValues("delete").Inc()
