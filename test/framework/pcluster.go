@@ -291,6 +291,49 @@ func StartSyncerThroughProxy(t testing.TB, espw, imw logicalcluster.Path, syncTa
 	return s, proxy
 }
 
+// StartSyncers is StartSyncer for many SyncTargets of imw at once, the syncer of syncTargets[i]
+// into the edge cluster pclusters[i]: their mailbox credentials are made parallel at a time
+// (each is a `kubectl edge prep-for-syncer`), then the processes are started.
+func StartSyncers(t testing.TB, espw, imw logicalcluster.Path, syncTargets []string, pclusters []*PCluster, parallel int, extra ...string) []*Syncer {
+	t.Helper()
+	if len(syncTargets) != len(pclusters) {
+		t.Fatalf("StartSyncers: %d SyncTargets for %d edge clusters", len(syncTargets), len(pclusters))
+	}
+	dir := t.TempDir()
+	kubeconfigs := make([]string, len(syncTargets))
+	if err := ForEach(len(syncTargets), parallel, func(i int) error {
+		kubeconfigs[i] = filepath.Join(dir, "mailbox-"+syncTargets[i]+".kubeconfig")
+		r := KubectlEdge(t, "prep-for-syncer", syncTargets[i], "--imw", imw.String(), "--espw", espw.String(),
+			"--kubeconfig-only", "-o", kubeconfigs[i])
+		if r.Err != nil {
+			return fmt.Errorf("kubectl edge prep-for-syncer %s: %v: %s", syncTargets[i], r.Err, r.Stderr)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	list, err := KCP(t).DynamicClient(t, imw).Resource(syncTargetsGVR).List(Context(t, time.Minute), metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("listing the SyncTargets of %s: %v", imw, err)
+	}
+	uids := map[string]string{}
+	for _, st := range list.Items {
+		uids[st.GetName()] = string(st.GetUID())
+	}
+	ports, err := FreePorts(len(syncTargets))
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncers := make([]*Syncer, len(syncTargets))
+	for i, name := range syncTargets {
+		if uids[name] == "" {
+			t.Fatalf("no SyncTarget %s in %s", name, imw)
+		}
+		syncers[i] = runSyncer(t, name, uids[name], kubeconfigs[i], pclusters[i], "127.0.0.1:"+strconv.Itoa(ports[i]), extra...)
+	}
+	return syncers
+}
+
 // startSyncer is StartSyncer; with a non-nil proxy it starts a Proxy to kcp, points the mailbox
 // kubeconfig at it and sets *proxy.
 func startSyncer(t testing.TB, espw, imw logicalcluster.Path, syncTarget string, p *PCluster, proxy **Proxy, extra ...string) *Syncer {
@@ -313,7 +356,12 @@ func startSyncer(t testing.TB, espw, imw logicalcluster.Path, syncTarget string,
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := "127.0.0.1:" + strconv.Itoa(ports[0])
+	return runSyncer(t, syncTarget, uid, kubeconfig, p, "127.0.0.1:"+strconv.Itoa(ports[0]), extra...)
+}
+
+// runSyncer starts the edge-syncer process of one SyncTarget, serving /readyz on addr.
+func runSyncer(t testing.TB, syncTarget, uid, kubeconfig string, p *PCluster, addr string, extra ...string) *Syncer {
+	t.Helper()
 	args := append([]string{
 		"--from-kubeconfig", kubeconfig, "--to-kubeconfig", p.KubeconfigPath,
 		"--sync-target-name", syncTarget, "--sync-target-uid", uid,
