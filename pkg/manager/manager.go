@@ -270,22 +270,35 @@ func runRound(ctx context.Context, o Options, ready *atomic.Pointer[string]) err
 		return controllers, nil
 	}
 
-	runControllers := func(ctx context.Context) {
+	// runControllers builds and runs the controllers until ctx ends, or until building them
+	// fails or one of them stops: then it stops the others and says why, and the round ends, so
+	// that a leader never holds the lease with controllers that do not run (after a restart of
+	// kcp, discovery through a virtual workspace can time out while kcp starts serving it).
+	runControllers := func(ctx context.Context) error {
 		controllers, err := buildControllers(ctx)
 		if err != nil {
-			if ctx.Err() == nil {
-				logger.Error(err, "building controllers")
+			if ctx.Err() != nil {
+				return nil
 			}
-			return
+			return fmt.Errorf("building controllers: %w", err)
 		}
+		ctx, stopAll := context.WithCancel(ctx)
+		defer stopAll()
 		var wg sync.WaitGroup
+		var once sync.Once
+		var stopped error
 		for _, c := range controllers {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if err := c.start(ctx); err != nil {
-					logger.Error(err, "controller stopped", "controller", c.name)
+				err := c.start(ctx)
+				if ctx.Err() != nil {
+					return
 				}
+				if err == nil {
+					err = errors.New("it returned")
+				}
+				once.Do(func() { stopped = fmt.Errorf("controller %s stopped: %w", c.name, err); stopAll() })
 			}()
 		}
 		go func() {
@@ -303,11 +316,11 @@ func runRound(ctx context.Context, o Options, ready *atomic.Pointer[string]) err
 			}
 		}()
 		wg.Wait()
+		return stopped
 	}
 
 	if !o.LeaderElect {
-		runControllers(ctx)
-		return nil
+		return runControllers(ctx)
 	}
 	standby := standingBy
 	ready.Store(&standby)
@@ -317,7 +330,12 @@ func runRound(ctx context.Context, o Options, ready *atomic.Pointer[string]) err
 	if err != nil {
 		return err
 	}
-	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+	// Leading ends with the round: when the lease is lost, and when the controllers stop (the
+	// lease is then given up, and the next round stands by for it again).
+	leadCtx, endLeading := context.WithCancel(ctx)
+	defer endLeading()
+	var leadErr error
+	leaderelection.RunOrDie(leadCtx, leaderelection.LeaderElectionConfig{
 		Lock:            lock,
 		LeaseDuration:   15 * time.Second,
 		RenewDeadline:   10 * time.Second,
@@ -327,14 +345,17 @@ func runRound(ctx context.Context, o Options, ready *atomic.Pointer[string]) err
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
 				logger.Info("leading", "identity", o.Identity)
-				runControllers(ctx)
+				if err := runControllers(ctx); err != nil {
+					leadErr = err
+					endLeading()
+				}
 			},
 			OnStoppedLeading: func() {
 				logger.Info("stopped leading", "identity", o.Identity)
 			},
 		},
 	})
-	return nil
+	return leadErr
 }
 
 // endOnFileChange calls end when the file's modification time or size changes; it looks every
