@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
 	"github.com/kcp-dev/logicalcluster/v3"
@@ -122,6 +123,10 @@ func (c *Controller) computeDesired(mailbox string, current map[copyKey]copyReco
 		}
 		d.placements = append(d.placements, pk)
 		d.upsync = append(d.upsync, placement.Spec.Upsync...)
+		unaccepted := c.notConsented(pk.cluster)
+		if wait := c.consent.settling(pk.cluster, unaccepted, time.Now()); wait > 0 {
+			return nil, false // the objects of a kind whose claim is accepted again are on their way
+		}
 		objs, found := objectsByCluster[pk.cluster]
 		if !found {
 			var synced bool
@@ -133,6 +138,9 @@ func (c *Controller) computeDesired(mailbox string, current map[copyKey]copyReco
 		params := c.parameters(dests[pk])
 		first := len(d.problems)
 		projected := c.projectPlacement(pk, placement, objs, params, d)
+		if msg := keepWithoutConsent(pk, unaccepted, current, d); msg != "" {
+			d.problems = append(d.problems, problem{pk, problemNoConsent, msg})
+		}
 		for i := first; i < len(d.problems); i++ {
 			d.problems[i].message = fmt.Sprintf("destination %s:%s: %s", dests[pk].Cluster, dests[pk].SyncTargetName, d.problems[i].message)
 		}

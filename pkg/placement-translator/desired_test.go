@@ -5,18 +5,22 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
 	kcpinformers "github.com/kcp-dev/apimachinery/v2/third_party/informers"
 	"github.com/kcp-dev/edge-mc/pkg/espw"
+	apisv1alpha2 "github.com/kcp-dev/sdk/apis/apis/v1alpha2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 	"github.com/kcp-dev/edge-mc/pkg/placement-translator/customize"
+	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
 func TestCopyKeyString(t *testing.T) {
@@ -122,6 +126,7 @@ func newTestWorld(t *testing.T) *testWorld {
 		customizers: newTestInformer(cache.Indexers{}),
 		syncTargets: newTestInformer(cache.Indexers{syncTargetsByMailbox: syncTargetMailbox}),
 		locations:   newTestInformer(cache.Indexers{}),
+		bindings:    newTestInformer(cache.Indexers{}),
 	}
 	c.decodedSlices = newSliceDecoder(nil)
 	c.workload = &sources{c: c, resources: resources, informers: map[schema.GroupVersionResource]espw.SharedInformer{}, custom: map[customKey]*customSource{}}
@@ -363,5 +368,118 @@ func TestCustomizationMessageNamesTheCustomizerAndTheFix(t *testing.T) {
 		if tt.err.(*customize.Error).Replacement == 0 && strings.Contains(got, "Customizer app/web") {
 			t.Errorf("message %q blames the Customizer for the object's own %%(key)", got)
 		}
+	}
+}
+
+// edgeBinding is a workload workspace's APIBinding of edge.kcp.io, whose export claims
+// ConfigMaps and Deployments, with the given answer to the ConfigMaps claim ("" for none).
+func edgeBinding(cluster string, configMaps apisv1alpha2.AcceptablePermissionClaimState) *unstructured.Unstructured {
+	claim := func(group, resource string) apisv1alpha2.PermissionClaim {
+		return apisv1alpha2.PermissionClaim{GroupResource: apisv1alpha2.GroupResource{Group: group, Resource: resource}, Verbs: []string{"get"}}
+	}
+	b := &apisv1alpha2.APIBinding{
+		Spec:   apisv1alpha2.APIBindingSpec{Reference: apisv1alpha2.BindingReference{Export: &apisv1alpha2.ExportBindingReference{Path: "root:espw", Name: "edge.kcp.io"}}},
+		Status: apisv1alpha2.APIBindingStatus{ExportPermissionClaims: []apisv1alpha2.PermissionClaim{claim("", "configmaps"), claim("apps", "deployments")}},
+	}
+	answer := func(c apisv1alpha2.PermissionClaim, state apisv1alpha2.AcceptablePermissionClaimState) apisv1alpha2.AcceptablePermissionClaim {
+		return apisv1alpha2.AcceptablePermissionClaim{ScopedPermissionClaim: apisv1alpha2.ScopedPermissionClaim{PermissionClaim: c}, State: state}
+	}
+	b.Spec.PermissionClaims = append(b.Spec.PermissionClaims, answer(claim("apps", "deployments"), apisv1alpha2.ClaimAccepted))
+	if configMaps != "" {
+		b.Spec.PermissionClaims = append(b.Spec.PermissionClaims, answer(claim("", "configmaps"), configMaps))
+	}
+	for _, a := range b.Spec.PermissionClaims {
+		if a.State == apisv1alpha2.ClaimAccepted {
+			b.Status.AppliedPermissionClaims = append(b.Status.AppliedPermissionClaims, a.ScopedPermissionClaim)
+		}
+	}
+	raw, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(b)
+	u := &unstructured.Unstructured{Object: raw}
+	u.SetAPIVersion("apis.kcp.io/v1alpha2")
+	u.SetKind("APIBinding")
+	u.SetName("edge.kcp.io")
+	return withCluster(u, cluster)
+}
+
+// TestComputeDesiredWithoutConsent: a workload workspace whose owner rejects (or never answers)
+// edge.kcp.io's claim on ConfigMaps hides its ConfigMaps from the translator. The ConfigMaps the
+// placement delivered before stay as they were, with the namespace of one alone in its namespace
+// (which would otherwise leave, deleting what is in it at the edge), and a problem that names the
+// claim; the
+// Deployments, whose claim is accepted, are projected as usual; with the claim accepted, there is
+// no problem and nothing is kept.
+func TestComputeDesiredWithoutConsent(t *testing.T) {
+	for _, tc := range []struct {
+		state apisv1alpha2.AcceptablePermissionClaimState
+		why   string
+	}{
+		{apisv1alpha2.ClaimRejected, "claim rejected"},
+		{"", "claim not answered"},
+		{apisv1alpha2.ClaimAccepted, ""},
+	} {
+		w := newTestWorld(t)
+		w.placement(t, "ws1", "p1", []any{map[string]any{"namespaces": []any{"app", "quiet"}}})
+		w.workload(t, namespacesGVR, obj("v1", "Namespace", "ws1", "", "app", nil))
+		w.workload(t, namespacesGVR, obj("v1", "Namespace", "ws1", "", "quiet", nil))
+		w.workload(t, deploymentsGVR, obj("apps/v1", "Deployment", "ws1", "app", "web", nil))
+		w.add(t, w.c.bindings, edgeBinding("ws1", tc.state))
+		// What the mailbox holds: the ConfigMaps delivered before the claim was withdrawn, one
+		// of them the only object of its namespace.
+		assemblage := transport.AssemblageName("ws1", "p1")
+		current := map[copyKey]copyRecord{
+			ck(configMapsGVR, "app", "cfg"):      {source: "ws1", assemblage: assemblage},
+			ck(configMapsGVR, "quiet", "c2"):     {source: "ws1", assemblage: assemblage},
+			ck(namespacesGVR, "", "quiet"):       {source: "ws1", assemblage: assemblage},
+			ck(deploymentsGVR, "app", "web"):     {source: "ws1", assemblage: assemblage},
+			ck(configMapsGVR, "other", "theirs"): {source: "ws2", assemblage: transport.AssemblageName("ws2", "p2")},
+		}
+		d, ok := w.c.computeDesired(testMailbox, current)
+		if !ok {
+			t.Fatal("computeDesired() not ok")
+		}
+		if d.copies[ck(deploymentsGVR, "app", "web")] == nil {
+			t.Errorf("%q: the Deployment, whose claim is accepted, is not projected", tc.state)
+		}
+		if tc.why == "" {
+			if len(d.keep) != 0 || len(d.problems) != 0 {
+				t.Errorf("claim accepted: kept %v, problems %+v; want none", d.keep, d.problems)
+			}
+			continue
+		}
+		want := map[copyKey]bool{ck(configMapsGVR, "app", "cfg"): true, ck(configMapsGVR, "quiet", "c2"): true, ck(namespacesGVR, "", "quiet"): true}
+		if !reflect.DeepEqual(d.keep, want) {
+			t.Errorf("%s: kept %v, want ws1's ConfigMaps and the namespace of the one alone in it", tc.why, d.keep)
+		}
+		if len(d.problems) != 1 || d.problems[0].reason != problemNoConsent ||
+			!strings.Contains(d.problems[0].message, "configmaps ("+tc.why+"; 2 object(s) kept)") || !strings.Contains(d.problems[0].message, "kubectl edge ensure wmw") {
+			t.Errorf("%s: problems %+v, want one that names the ConfigMaps claim and the fix", tc.why, d.problems)
+		}
+	}
+}
+
+// TestConsentSettles: once a kind's claim is accepted and applied again, the workspace's mailboxes
+// wait consentSettle for its objects to arrive, and only then; a workspace whose consent never
+// went away does not wait.
+func TestConsentSettles(t *testing.T) {
+	var tr consentTracker
+	start := time.Now()
+	cm := schema.GroupResource{Resource: "configmaps"}
+	if wait := tr.settling("ws1", nil, start); wait != 0 {
+		t.Errorf("consent never lost: wait %s, want 0", wait)
+	}
+	if wait := tr.settling("ws1", map[schema.GroupResource]string{cm: "rejected"}, start); wait != 0 {
+		t.Errorf("consent lost: wait %s, want 0 (what is out of sight is kept, not waited for)", wait)
+	}
+	if wait := tr.settling("ws1", nil, start.Add(time.Second)); wait != consentSettle {
+		t.Errorf("consent back: wait %s, want %s", wait, consentSettle)
+	}
+	if wait := tr.settling("ws2", nil, start.Add(time.Second)); wait != 0 {
+		t.Errorf("another workspace: wait %s, want 0", wait)
+	}
+	if wait := tr.settling("ws1", nil, start.Add(6*time.Second)); wait != consentSettle-5*time.Second {
+		t.Errorf("5 s after consent came back: wait %s, want %s", wait, consentSettle-5*time.Second)
+	}
+	if wait := tr.settling("ws1", nil, start.Add(time.Second+consentSettle)); wait != 0 {
+		t.Errorf("settled: wait %s, want 0", wait)
 	}
 }

@@ -67,7 +67,7 @@ func (c *Controller) reconcileMailbox(ctx context.Context, name string) (time.Du
 	current := c.written.overlay(mbc, c.view.assemblagesOf(mbc))
 	d, ok := c.computeDesired(name, heldObjects(current))
 	if !ok {
-		logger.V(4).Info("waiting for the custom kinds of a workload workspace to be known")
+		logger.V(4).Info("waiting for the custom kinds of a workload workspace to be known, or the objects of a kind whose permission claim it accepted again")
 		return 2 * time.Second, nil
 	}
 	res := mailboxResult{placements: d.placements, problems: d.problems}

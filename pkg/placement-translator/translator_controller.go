@@ -124,6 +124,10 @@ type Controller struct {
 	customizers espw.SharedInformer
 	syncTargets espw.SharedInformer
 	locations   espw.SharedInformer
+	// bindings are the APIBindings of the workspaces that bind edge.kcp.io: their accepted
+	// permission claims are their owners' consent (see consent.go).
+	bindings espw.SharedInformer
+	consent  consentTracker
 
 	// decodedSlices decodes each slice's destinations once per version.
 	decodedSlices *sliceDecoder
@@ -202,6 +206,7 @@ func NewController(cfg Config) (*Controller, error) {
 	c.customizers = newInformer(customizersGVR, cache.Indexers{})
 	c.syncTargets = newInformer(syncTargetsGVR, cache.Indexers{syncTargetsByMailbox: syncTargetMailbox, syncTargetsByMailboxCluster: syncTargetMailboxCluster})
 	c.locations = newInformer(locationsGVR, cache.Indexers{})
+	c.bindings = newInformer(apiBindingsGVR, cache.Indexers{})
 
 	resources, err := discoverWorkloadResources(cfg.Edge)
 	if err != nil {
@@ -227,6 +232,7 @@ func NewController(cfg Config) (*Controller, error) {
 		{c.customizers, func(_, obj *unstructured.Unstructured) { c.workloadChanged(obj) }},
 		{c.syncTargets, c.syncTargetChanged},
 		{c.locations, c.locationChanged},
+		{c.bindings, c.bindingChanged},
 	} {
 		if err := handle(h.informer, h.onChange); err != nil {
 			return nil, err
@@ -277,7 +283,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	defer c.queue.ShutDown()
 	logger := klog.FromContext(ctx).WithValues("controller", ControllerName)
 	ctx = klog.NewContext(ctx, logger)
-	for _, inf := range []espw.SharedInformer{c.placements, c.slices, c.customizers, c.syncTargets, c.locations} {
+	for _, inf := range []espw.SharedInformer{c.placements, c.slices, c.customizers, c.syncTargets, c.locations, c.bindings} {
 		go inf.Run(ctx.Done())
 	}
 	c.workload.start(ctx)
@@ -306,7 +312,7 @@ func (c *Controller) Start(ctx context.Context) error {
 
 // HasSynced says whether every informer has synced.
 func (c *Controller) HasSynced() bool {
-	for _, inf := range []espw.SharedInformer{c.placements, c.slices, c.customizers, c.syncTargets, c.locations} {
+	for _, inf := range []espw.SharedInformer{c.placements, c.slices, c.customizers, c.syncTargets, c.locations, c.bindings} {
 		if !inf.HasSynced() {
 			return false
 		}

@@ -66,6 +66,10 @@ func (c *Controller) reconcileUpsync(ctx context.Context, key upsyncKey) error {
 		return errNotKnownYet
 	}
 	cands, refused := c.withoutOthersNamespaces(key, cands)
+	if noConsent, ok := c.withoutConsent(key, cands); !ok {
+		c.reportUpsync(key, append(refused, noConsent...))
+		return nil
+	}
 	winner := chooseUpsyncSource(cands, existing)
 	problems := append(refused, upsyncConflicts(key, cands, existing, winner)...)
 	var err error

@@ -1,14 +1,21 @@
 package security
 
 import (
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/kcp-dev/logicalcluster/v3"
+	apisv1alpha2 "github.com/kcp-dev/sdk/apis/apis/v1alpha2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 
+	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 	"github.com/kcp-dev/edge-mc/test/framework"
 )
 
@@ -16,6 +23,7 @@ var (
 	workspacesGVR = schema.GroupVersionResource{Group: "tenancy.kcp.io", Version: "v1alpha1", Resource: "workspaces"}
 	configMapsGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	placementsGVR = schema.GroupVersionResource{Group: "edge.kcp.io", Version: "v1alpha1", Resource: "edgeplacements"}
 )
 
 // grantAdmin makes user an admin of the workspace ws (cluster-admin there, which includes kcp's
@@ -173,5 +181,220 @@ spec:
 			}
 		}
 		time.Sleep(time.Second)
+	}
+}
+
+// TestPlacementReachesOnlyItsWorkspace: workspace b places its namespace b-team, with a
+// ConfigMap of b's, on edge1. alice, admin of workspace a only, makes a placement there that
+// names b-team as well as her own a-app, for the same edge. A placement selects in its own
+// workspace only: a's assemblage carries a-app and nothing of b's, and b's ConfigMap at the
+// edge is not written by it (same UID, resourceVersion and data). What alice can read through
+// edge-mc says nothing of b's either: her placement's status, and `kubectl edge status` run as
+// her; `kubectl edge status --target`, which reads the mailbox, is refused to her.
+func TestPlacementReachesOnlyItsWorkspace(t *testing.T) {
+	f := framework.NewFleet(t, map[string]string{"edge1": "east"})
+	edge := framework.NewLogicalPCluster(t, "edge1")
+	framework.StartSyncer(t, f.ESPW, f.IMW, "edge1", edge)
+	parent, _ := f.WMW.Parent()
+	wmwB := parent.Join("wmw-b")
+	framework.KubectlEdge(t, "ensure", "wmw", wmwB.String(), "--espw", f.ESPW.String()).MustSucceed(t)
+	const bValue = "b-only-7f3a"
+	f.Apply(t, wmwB, `apiVersion: v1
+kind: Namespace
+metadata: {name: b-team}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: b-data, namespace: b-team}
+data: {value: `+bValue+`}
+---
+apiVersion: edge.kcp.io/v1alpha1
+kind: EdgePlacement
+metadata: {name: b-place}
+spec:
+  locationSelectors: [{matchLabels: {region: east}}]
+  downsync: [{namespaces: [b-team]}]
+`)
+	ec := edge.DynamicClient(t)
+	before := framework.EventuallyObject(t, "b's ConfigMap at the edge", ec, configMapsGVR, "b-team", "b-data", framework.FieldIs(bValue, "data", "value"))
+
+	grantAdmin(t, f, f.WMW, "alice")
+	s := framework.KCP(t)
+	alice := s.UserConfig(t, "alice", f.WMW)
+	expectAllowed(t, "alice", alice,
+		create("create namespace a-app in her workspace", f.WMW, "/api/v1/namespaces", `{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a-app"}}`),
+		create("create a ConfigMap in a-app", f.WMW, "/api/v1/namespaces/a-app/configmaps", configMap("a-data")),
+		create("create a placement naming b's namespace and hers", f.WMW, "/apis/edge.kcp.io/v1alpha1/edgeplacements",
+			`{"apiVersion": "edge.kcp.io/v1alpha1", "kind": "EdgePlacement", "metadata": {"name": "greedy"},
+				"spec": {"locationSelectors": [{"matchLabels": {"region": "east"}}], "downsync": [{"namespaces": ["a-app", "b-team"]}]}}`),
+	)
+	framework.EventuallyObject(t, "alice's ConfigMap at the edge", ec, configMapsGVR, "a-app", "a-data", framework.Present)
+	a := s.DynamicClient(t, f.WMW)
+	framework.EventuallyPlacementCondition(t, a, "greedy", "Ready", "True")
+
+	// What the edge received of b-team came from b alone, and was not written again.
+	after := framework.GetObject(t, ec, configMapsGVR, "b-team", "b-data")
+	switch {
+	case after == nil:
+		t.Fatal("b's ConfigMap is gone from the edge")
+	case after.GetUID() != before.GetUID() || after.GetResourceVersion() != before.GetResourceVersion():
+		t.Errorf("b's ConfigMap at the edge was rewritten after alice's placement: uid %s rv %s, before uid %s rv %s",
+			after.GetUID(), after.GetResourceVersion(), before.GetUID(), before.GetResourceVersion())
+	}
+	// What each placement delivers there, as an operator reads it from the mailbox.
+	out := framework.KubectlEdge(t, "status", "--target", "edge1", "--imw", f.IMW.String(), "--espw", f.ESPW.String(), "-o", "json").MustSucceed(t).Stdout
+	var target struct {
+		Placements []struct {
+			Placement string `json:"placement"`
+			Objects   []struct {
+				Object string `json:"object"`
+			} `json:"objects"`
+		} `json:"placements"`
+	}
+	if err := json.Unmarshal([]byte(out), &target); err != nil {
+		t.Fatalf("kubectl edge status --target edge1 -o json: %v:\n%s", err, out)
+	}
+	carried := map[string][]string{}
+	for _, p := range target.Placements {
+		for _, o := range p.Objects {
+			carried[p.Placement] = append(carried[p.Placement], o.Object)
+		}
+	}
+	var greedy, bPlace []string
+	for name, objects := range carried {
+		switch {
+		case strings.HasSuffix(name, "greedy"):
+			greedy = objects
+		case strings.HasSuffix(name, "b-place"):
+			bPlace = objects
+		}
+	}
+	if !slices.Contains(greedy, "configmaps/a-app/a-data") || slices.ContainsFunc(greedy, func(o string) bool { return strings.Contains(o, "b-team") }) {
+		t.Errorf("alice's placement carries %v to edge1, want a-app's objects and nothing of b-team", greedy)
+	}
+	if !slices.Contains(bPlace, "configmaps/b-team/b-data") {
+		t.Errorf("b's placement carries %v to edge1, want b-team's ConfigMap", bPlace)
+	}
+
+	// What alice reads through edge-mc.
+	aliceClient, err := dynamic.NewForConfig(alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := framework.GetObject(t, aliceClient, placementsGVR, "", "greedy")
+	if u == nil {
+		t.Fatal("alice cannot read her own placement")
+	}
+	status, _ := json.Marshal(u.Object["status"])
+	for _, leak := range []string{"b-data", bValue, "b-place"} {
+		if strings.Contains(string(status), leak) {
+			t.Errorf("alice's placement's status mentions %q, of workspace b: %s", leak, status)
+		}
+	}
+	kubeconfig := s.UserKubeconfig(t, "alice", f.WMW)
+	for _, args := range [][]string{{"status"}, {"status", "greedy", "-o", "json"}} {
+		res := framework.KubectlEdge(t, append(args, "--kubeconfig", kubeconfig)...).MustSucceed(t)
+		if !strings.Contains(res.Stdout, "greedy") {
+			t.Errorf("kubectl edge %s as alice does not show her placement:\n%s", strings.Join(args, " "), res.Stdout)
+		}
+		for _, leak := range []string{"b-data", bValue, "b-place"} {
+			if strings.Contains(res.Stdout+res.Stderr, leak) {
+				t.Errorf("kubectl edge %s as alice mentions %q, of workspace b:\n%s%s", strings.Join(args, " "), leak, res.Stdout, res.Stderr)
+			}
+		}
+	}
+	res := framework.KubectlEdge(t, "status", "--target", "edge1", "--imw", f.IMW.String(), "--espw", f.ESPW.String(), "--kubeconfig", kubeconfig).MustFail(t)
+	if !strings.Contains(strings.ToLower(res.Stderr), "forbidden") || strings.Contains(res.Stdout, "b-data") {
+		t.Errorf("kubectl edge status --target edge1 as alice: want a Forbidden error and nothing of the mailbox, got:\n%s%s", res.Stdout, res.Stderr)
+	}
+}
+
+// TestUpsyncNeedsConsent: a workload workspace's owner consents to edge-mc reading and writing
+// objects of a kind there by accepting edge.kcp.io's permission claim on it in the workspace's
+// APIBinding. With the claim on ConfigMaps accepted, a ConfigMap made at the edge comes back.
+// Once the owner rejects that claim: one made afterwards does not come back, and the placement
+// says why (UpsyncConflict); what the placement delivered stays at the edge as it was, its
+// namespace too, and the placement says that (Projected False), since edge-mc no longer sees
+// those objects, which is not their deletion. Accepted again, the ConfigMap comes back.
+func TestUpsyncNeedsConsent(t *testing.T) {
+	f := framework.NewFleet(t, map[string]string{"edge1": "east"})
+	edge := framework.NewLogicalPCluster(t, "edge1")
+	framework.StartSyncer(t, f.ESPW, f.IMW, "edge1", edge)
+	f.Apply(t, f.WMW, `apiVersion: v1
+kind: Namespace
+metadata: {name: a-app}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: a-app}
+data: {mode: fast}
+---
+apiVersion: edge.kcp.io/v1alpha1
+kind: EdgePlacement
+metadata: {name: app}
+spec:
+  locationSelectors: [{matchLabels: {region: east}}]
+  downsync: [{namespaces: [a-app]}]
+  upsync: [{resources: [configmaps], namespaces: [a-app]}]
+`)
+	ec := edge.DynamicClient(t)
+	settings := framework.EventuallyObject(t, "the placed ConfigMap at the edge", ec, configMapsGVR, "a-app", "settings", framework.Present)
+	ns := framework.GetObject(t, ec, namespacesGVR, "", "a-app")
+	a := framework.KCP(t).DynamicClient(t, f.WMW)
+	framework.Kubectl(t, "--kubeconfig", edge.KubeconfigPath, "create", "configmap", "made-before", "-n", "a-app", "--from-literal=k=v").MustSucceed(t)
+	framework.EventuallyObject(t, "a ConfigMap made at the edge, back in the workspace", a, configMapsGVR, "a-app", "made-before", framework.Present)
+
+	setConsent := func(state apisv1alpha2.AcceptablePermissionClaimState) {
+		t.Helper()
+		bindings := framework.KCP(t).KCP.Cluster(f.WMW).ApisV1alpha2().APIBindings()
+		b, err := bindings.Get(framework.Context(t, time.Minute), edgev1alpha1.EdgeAPIExportName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for i, c := range b.Spec.PermissionClaims {
+			if c.Group == "" && c.Resource == "configmaps" {
+				b.Spec.PermissionClaims[i].State = state
+				found = true
+			}
+		}
+		if !found {
+			t.Fatalf("the workspace's APIBinding edge.kcp.io has no claim on ConfigMaps: %+v", b.Spec.PermissionClaims)
+		}
+		if _, err := bindings.Update(framework.Context(t, time.Minute), b, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("the workspace's owner set edge.kcp.io's claim on ConfigMaps to %s", state)
+	}
+	setConsent(apisv1alpha2.ClaimRejected)
+	msg := framework.EventuallyPlacementCondition(t, a, "app", edgev1alpha1.PlacementProjected, metav1.ConditionFalse,
+		"does not accept the permission claims on configmaps (claim rejected", "kept")
+	t.Logf("Projected: %s", msg)
+	framework.Kubectl(t, "--kubeconfig", edge.KubeconfigPath, "create", "configmap", "made-after", "-n", "a-app", "--from-literal=k=v").MustSucceed(t)
+	msg = framework.EventuallyPlacementCondition(t, a, "app", "UpsyncConflict", metav1.ConditionTrue,
+		"configmaps/a-app/made-after is not returned", "does not accept the permission claim on configmaps")
+	t.Logf("UpsyncConflict: %s", msg)
+	for _, check := range []struct {
+		what   string
+		gvr    schema.GroupVersionResource
+		ns     string
+		before *unstructured.Unstructured
+	}{{"the placed ConfigMap", configMapsGVR, "a-app", settings}, {"its namespace", namespacesGVR, "", ns}} {
+		now := framework.GetObject(t, ec, check.gvr, check.ns, check.before.GetName())
+		if now == nil || now.GetUID() != check.before.GetUID() || now.GetResourceVersion() != check.before.GetResourceVersion() {
+			t.Errorf("%s at the edge was deleted or rewritten after the claim was rejected: %v", check.what, now)
+		}
+	}
+	// edge-mc cannot see ConfigMaps of the workspace now: the admin's read shows it did not
+	// write one.
+	if framework.GetObject(t, a, configMapsGVR, "a-app", "made-after") != nil {
+		t.Error("a ConfigMap made at the edge came back into the workspace after its owner rejected edge.kcp.io's claim on ConfigMaps")
+	}
+
+	setConsent(apisv1alpha2.ClaimAccepted)
+	framework.EventuallyObject(t, "the ConfigMap made at the edge while the claim was rejected, back once it is accepted", a, configMapsGVR, "a-app", "made-after", framework.Present)
+	framework.EventuallyPlacementCondition(t, a, "app", edgev1alpha1.PlacementProjected, metav1.ConditionTrue)
+	if now := framework.GetObject(t, ec, configMapsGVR, "a-app", "settings"); now == nil || now.GetUID() != settings.GetUID() {
+		t.Errorf("the placed ConfigMap at the edge was recreated: %v", now)
 	}
 }
