@@ -123,18 +123,26 @@ func TestWorkloadAuthorCannotMakeInventory(t *testing.T) {
 	}
 }
 
-// TestUpsyncStaysWithinTheWorkspace: two workload workspaces place on one edge cluster, a's
-// namespace a-app and b's b-app. a's placement asks for ConfigMaps of b-app and of the edge's
-// kube-system back as well as of its own. What workloads make at the edge comes back to the
-// workspace whose namespace it is: a gets a-app's, b gets b-app's, and a gets neither b-app's nor
-// kube-system's, with an UpsyncConflict condition that says why.
-func TestUpsyncStaysWithinTheWorkspace(t *testing.T) {
+// sharedEdge makes a fleet with one edge cluster, edge1 (region east), its syncer, and a second
+// workload workspace, wmw-b, beside the fleet's: two teams whose placements share the edge.
+func sharedEdge(t *testing.T) (*framework.Fleet, *framework.PCluster, logicalcluster.Path) {
+	t.Helper()
 	f := framework.NewFleet(t, map[string]string{"edge1": "east"})
 	edge := framework.NewLogicalPCluster(t, "edge1")
 	framework.StartSyncer(t, f.ESPW, f.IMW, "edge1", edge)
 	parent, _ := f.WMW.Parent()
 	wmwB := parent.Join("wmw-b")
 	framework.KubectlEdge(t, "ensure", "wmw", wmwB.String(), "--espw", f.ESPW.String()).MustSucceed(t)
+	return f, edge, wmwB
+}
+
+// TestUpsyncStaysWithinTheWorkspace: two workload workspaces place on one edge cluster, a's
+// namespace a-app and b's b-app. a's placement asks for ConfigMaps of b-app and of the edge's
+// kube-system back as well as of its own. What workloads make at the edge comes back to the
+// workspace whose namespace it is: a gets a-app's, b gets b-app's, and a gets neither b-app's nor
+// kube-system's, with an UpsyncConflict condition that says why.
+func TestUpsyncStaysWithinTheWorkspace(t *testing.T) {
+	f, edge, wmwB := sharedEdge(t)
 	placement := func(ns string, upsync ...string) string {
 		return fmt.Sprintf(`apiVersion: v1
 kind: Namespace
@@ -192,12 +200,7 @@ spec:
 // edge-mc says nothing of b's either: her placement's status, and `kubectl edge status` run as
 // her; `kubectl edge status --target`, which reads the mailbox, is refused to her.
 func TestPlacementReachesOnlyItsWorkspace(t *testing.T) {
-	f := framework.NewFleet(t, map[string]string{"edge1": "east"})
-	edge := framework.NewLogicalPCluster(t, "edge1")
-	framework.StartSyncer(t, f.ESPW, f.IMW, "edge1", edge)
-	parent, _ := f.WMW.Parent()
-	wmwB := parent.Join("wmw-b")
-	framework.KubectlEdge(t, "ensure", "wmw", wmwB.String(), "--espw", f.ESPW.String()).MustSucceed(t)
+	f, edge, wmwB := sharedEdge(t)
 	const bValue = "b-only-7f3a"
 	f.Apply(t, wmwB, `apiVersion: v1
 kind: Namespace
