@@ -3,6 +3,7 @@ package security
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -195,8 +196,9 @@ spec:
 // TestPlacementReachesOnlyItsWorkspace: workspace b places its namespace b-team, with a
 // ConfigMap of b's, on edge1. alice, admin of workspace a only, makes a placement there that
 // names b-team as well as her own a-app, for the same edge. A placement selects in its own
-// workspace only: a's assemblage carries a-app and nothing of b's, and b's ConfigMap at the
-// edge is not written by it (same UID, resourceVersion and data). What alice can read through
+// workspace only: a's assemblage carries a-app and nothing of b's; b's ConfigMap at the edge is
+// not written by it (same UID, resourceVersion and data), nor is anything outside alice's a-app,
+// at the edge (every namespace and ConfigMap) or in workspace b (its ConfigMap and placement). What alice can read through
 // edge-mc says nothing of b's either: her placement's status, and `kubectl edge status` run as
 // her; `kubectl edge status --target`, which reads the mailbox, is refused to her.
 func TestPlacementReachesOnlyItsWorkspace(t *testing.T) {
@@ -220,6 +222,30 @@ spec:
 `)
 	ec := edge.DynamicClient(t)
 	before := framework.EventuallyObject(t, "b's ConfigMap at the edge", ec, configMapsGVR, "b-team", "b-data", framework.FieldIs(bValue, "data", "value"))
+	b := framework.KCP(t).DynamicClient(t, wmwB)
+	framework.EventuallyPlacementCondition(t, b, "b-place", "Ready", "True")
+	// Everything edge-mc may write outside alice's selection, as it is before her placement:
+	// the edge's namespaces and ConfigMaps, and workspace b's ConfigMap and placement.
+	outside := func() map[string]string {
+		out := map[string]string{}
+		for _, gvr := range []schema.GroupVersionResource{namespacesGVR, configMapsGVR} {
+			for _, u := range list(t, ec, gvr) {
+				if u.GetNamespace() != "a-app" && !(gvr == namespacesGVR && u.GetName() == "a-app") {
+					out["edge "+gvr.Resource+" "+u.GetNamespace()+"/"+u.GetName()] = u.GetResourceVersion()
+				}
+			}
+		}
+		for _, o := range []struct {
+			gvr             schema.GroupVersionResource
+			namespace, name string
+		}{{configMapsGVR, "b-team", "b-data"}, {placementsGVR, "", "b-place"}} {
+			if u := framework.GetObject(t, b, o.gvr, o.namespace, o.name); u != nil {
+				out["workspace b "+o.gvr.Resource+" "+o.name] = u.GetResourceVersion()
+			}
+		}
+		return out
+	}
+	untouched := outside()
 
 	grantAdmin(t, f, f.WMW, "alice")
 	s := framework.KCP(t)
@@ -235,6 +261,10 @@ spec:
 	a := s.DynamicClient(t, f.WMW)
 	framework.EventuallyPlacementCondition(t, a, "greedy", "Ready", "True")
 
+	// Nothing outside alice's selection was written, at the edge or in workspace b.
+	if now := outside(); !reflect.DeepEqual(now, untouched) {
+		t.Errorf("edge-mc wrote outside alice's selection after her placement:\nbefore %v\nafter  %v", untouched, now)
+	}
 	// What the edge received of b-team came from b alone, and was not written again.
 	after := framework.GetObject(t, ec, configMapsGVR, "b-team", "b-data")
 	switch {
