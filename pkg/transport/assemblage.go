@@ -153,16 +153,9 @@ var gzipWriters = sync.Pool{New: func() any {
 	return zw
 }}
 
-// Encode encodes entries, which it sorts in apply order, as a FormatV1 document.
-func Encode(entries []Entry) (*Encoded, error) {
-	SortEntries(entries)
-	raw, err := json.Marshal(Document{Objects: entries})
-	if err != nil {
-		return nil, fmt.Errorf("encoding an assemblage: %w", err)
-	}
+// compress gzips raw with zw, reset to write into a new buffer.
+func compress(raw []byte, zw *gzip.Writer) ([]byte, error) {
 	var buf bytes.Buffer
-	zw := gzipWriters.Get().(*gzip.Writer)
-	defer gzipWriters.Put(zw)
 	zw.Reset(&buf)
 	if _, err := zw.Write(raw); err != nil {
 		return nil, err
@@ -170,7 +163,22 @@ func Encode(entries []Entry) (*Encoded, error) {
 	if err := zw.Close(); err != nil {
 		return nil, err
 	}
-	compressed := buf.Bytes()
+	return buf.Bytes(), nil
+}
+
+// Encode encodes entries, which it sorts in apply order, as a FormatV1 document.
+func Encode(entries []Entry) (*Encoded, error) {
+	SortEntries(entries)
+	raw, err := json.Marshal(Document{Objects: entries})
+	if err != nil {
+		return nil, fmt.Errorf("encoding an assemblage: %w", err)
+	}
+	zw := gzipWriters.Get().(*gzip.Writer)
+	defer gzipWriters.Put(zw)
+	compressed, err := compress(raw, zw)
+	if err != nil {
+		return nil, err
+	}
 	if len(raw) > MaxDocumentBytes || len(compressed) > MaxParts*PieceBytes {
 		return nil, fmt.Errorf("the objects for this destination take %d bytes (%d compressed), more than an assemblage carries (%d bytes, %d compressed): split the placement",
 			len(raw), len(compressed), MaxDocumentBytes, MaxParts*PieceBytes)
