@@ -111,6 +111,7 @@ func (c *Controller) computeDesired(mailbox string, current map[copyKey]copyReco
 	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
 
 	objectsByCluster := map[string][]workloadObject{}
+	unacceptedByCluster := map[string]map[schema.GroupResource]string{}
 	conflicts := map[copyKey][]placementKey{}
 	for _, pk := range keys {
 		item, exists, _ := c.placements.GetIndexer().GetByKey(kcpcache.ToClusterAwareKey(pk.cluster, "", pk.name))
@@ -123,12 +124,13 @@ func (c *Controller) computeDesired(mailbox string, current map[copyKey]copyReco
 		}
 		d.placements = append(d.placements, pk)
 		d.upsync = append(d.upsync, placement.Spec.Upsync...)
-		unaccepted := c.notConsented(pk.cluster)
-		if wait := c.consent.settling(pk.cluster, unaccepted, time.Now()); wait > 0 {
-			return nil, false // the objects of a kind whose claim is accepted again are on their way
-		}
 		objs, found := objectsByCluster[pk.cluster]
 		if !found {
+			// Once per workspace: its owner's consent, then its objects.
+			unacceptedByCluster[pk.cluster] = c.notConsented(pk.cluster)
+			if wait := c.consent.settling(pk.cluster, unacceptedByCluster[pk.cluster], time.Now()); wait > 0 {
+				return nil, false // the objects of a kind whose claim is accepted again are on their way
+			}
 			var synced bool
 			if objs, synced = c.workload.objectsOf(logicalcluster.Name(pk.cluster)); !synced {
 				return nil, false
@@ -138,7 +140,7 @@ func (c *Controller) computeDesired(mailbox string, current map[copyKey]copyReco
 		params := c.parameters(dests[pk])
 		first := len(d.problems)
 		projected := c.projectPlacement(pk, placement, objs, params, d)
-		if msg := keepWithoutConsent(pk, unaccepted, current, d); msg != "" {
+		if msg := keepWithoutConsent(pk, unacceptedByCluster[pk.cluster], current, d); msg != "" {
 			d.problems = append(d.problems, problem{pk, problemNoConsent, msg})
 		}
 		for i := first; i < len(d.problems); i++ {
