@@ -19,6 +19,12 @@ func newInitCommand(o *Options) *cobra.Command {
 serves the APIExports edge.kcp.io (the edge-mc API) and workloads.edge.kcp.io (Deployments,
 Services, Jobs and the other common Kubernetes workload kinds, which kcp does not serve itself).
 
+edge.kcp.io gets a maximal permission policy: wherever it is bound, everyone may use
+EdgePlacements and Customizers, but only inventory admins (the group edge-mc:inventory-admins,
+and kcp's admins) may make SyncTargets and Locations, and so mailboxes. The grants are the
+ClusterRoleBindings edge-mc:edge-api:* in the ESPW; subjects you add to them are kept
+(docs/operations.md, "Who may make SyncTargets and Locations").
+
 It also gives edge-controller-manager's identity, the kcp user --controller-user (default
 edge-controller-manager), only the rights the controllers need in the ESPW: the ClusterRole and
 ClusterRoleBinding edge-mc:controller-manager (docs/operations.md lists the rights and why).
@@ -62,7 +68,7 @@ Run again, it changes nothing that is already in place.`,
 			if err != nil {
 				return err
 			}
-			res, err := espw.Install(ctx, kcp, path, o.Out)
+			res, err := espw.Install(ctx, kcp, kube, path, o.Out)
 			if err != nil {
 				return err
 			}

@@ -8,6 +8,9 @@
 // lets a workspace hold children only of the types its own type allows, so the ESPW has the type
 // "edge-service-provider", created in its parent: universal, plus mailbox children.
 //
+// edge.kcp.io has a maximal permission policy (policy.go): only inventory admins make SyncTargets
+// and Locations, wherever the export is bound.
+//
 // edge.kcp.io also carries permission claims (EdgeClaims) on the kinds workloads are made of, so
 // that the placement translator can read a workload workspace, once its owner accepts them, through
 // the export's virtual workspace. They name the workloads export by its identity, which kcp gives
@@ -23,6 +26,7 @@ import (
 	"io"
 	"slices"
 
+	kcpkubernetesclientset "github.com/kcp-dev/client-go/kubernetes"
 	"github.com/kcp-dev/logicalcluster/v3"
 	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
 	apisv1alpha2 "github.com/kcp-dev/sdk/apis/apis/v1alpha2"
@@ -48,7 +52,7 @@ type Result struct {
 
 // Install makes sure the ESPW at path exists, holds every embedded APIResourceSchema, and
 // serves both APIExports, then waits until each export has its identity.
-func Install(ctx context.Context, kcp kcpclientset.ClusterInterface, path logicalcluster.Path, out io.Writer) (*Result, error) {
+func Install(ctx context.Context, kcp kcpclientset.ClusterInterface, kube kcpkubernetesclientset.ClusterInterface, path logicalcluster.Path, out io.Writer) (*Result, error) {
 	schemas, apiExports, err := exports.Load()
 	if err != nil {
 		return nil, err
@@ -102,6 +106,10 @@ func Install(ctx context.Context, kcp kcpclientset.ClusterInterface, path logica
 	}
 	edge = edge.DeepCopy()
 	edge.Spec.PermissionClaims = EdgeClaims(workloads)
+	if err := ensureEdgePolicyRBAC(ctx, kube, path, res); err != nil {
+		return nil, err
+	}
+	edge.Spec.MaximalPermissionPolicy = edgePolicy()
 	if err := ensureExport(ctx, kcp, path, edge, res); err != nil {
 		return nil, err
 	}
@@ -183,12 +191,14 @@ func ensureExport(ctx context.Context, kcp kcpclientset.ClusterInterface, path l
 		return fmt.Errorf("reading %s in %s: %w", kind, path, err)
 	}
 	if equality.Semantic.DeepEqual(got.Spec.Resources, want.Spec.Resources) &&
-		equality.Semantic.DeepEqual(got.Spec.PermissionClaims, want.Spec.PermissionClaims) {
+		equality.Semantic.DeepEqual(got.Spec.PermissionClaims, want.Spec.PermissionClaims) &&
+		equality.Semantic.DeepEqual(got.Spec.MaximalPermissionPolicy, want.Spec.MaximalPermissionPolicy) {
 		res.Unchanged = append(res.Unchanged, kind)
 		return nil
 	}
 	got.Spec.Resources = want.Spec.Resources
 	got.Spec.PermissionClaims = want.Spec.PermissionClaims
+	got.Spec.MaximalPermissionPolicy = want.Spec.MaximalPermissionPolicy
 	if _, err := client.Update(ctx, got, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("updating %s in %s: %w", kind, path, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	kcpkubernetesclientset "github.com/kcp-dev/client-go/kubernetes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -87,7 +88,11 @@ func run(n, parallel, workers int, jsonOut string) error {
 
 	espwPath := logicalcluster.NewPath("root:bench:espw")
 	imw := logicalcluster.NewPath("root:bench:imw")
-	if _, err := espw.Install(ctx, s.KCP, espwPath, nil); err != nil {
+	kube, err := kcpkubernetesclientset.NewForConfig(s.Base)
+	if err != nil {
+		return err
+	}
+	if _, err := espw.Install(ctx, s.KCP, kube, espwPath, nil); err != nil {
 		return err
 	}
 	ensurer := &workspaces.Ensurer{KCP: s.KCP}

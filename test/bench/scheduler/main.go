@@ -30,6 +30,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	kcpkubernetesclientset "github.com/kcp-dev/client-go/kubernetes"
 	"net/http"
 	"os"
 	"os/exec"
@@ -173,7 +174,11 @@ func run(c config, jsonOut string) error {
 	espwPath := base.Join("espw")
 	wmw := base.Join("wmw")
 	say("installing the ESPW at %s", espwPath)
-	if _, err := espw.Install(ctx, s.KCP, espwPath, nil); err != nil {
+	kube, err := kcpkubernetesclientset.NewForConfig(s.Base)
+	if err != nil {
+		return err
+	}
+	if _, err := espw.Install(ctx, s.KCP, kube, espwPath, nil); err != nil {
 		return err
 	}
 	ensurer := &workspaces.Ensurer{KCP: s.KCP}

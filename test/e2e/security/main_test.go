@@ -10,6 +10,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/kcp-dev/edge-mc/pkg/espw"
 	"github.com/kcp-dev/edge-mc/test/framework"
 )
 
@@ -17,5 +18,7 @@ func TestMain(m *testing.M) {
 	os.Exit(framework.RunWithKCP(m, framework.WithUsers(
 		framework.User{Name: "alice", Groups: []string{"team-a"}},
 		framework.User{Name: "bob"},
+		framework.User{Name: "carol", Groups: []string{espw.InventoryAdminsGroup}},
+		framework.User{Name: "dave"},
 	)))
 }
