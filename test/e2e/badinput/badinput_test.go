@@ -1,6 +1,10 @@
 package badinput
 
 import (
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -212,5 +216,78 @@ spec:
 	}
 	t.Logf("after the fix: Projected True and the new image at both edges %.1fs after apply", time.Since(start).Seconds())
 	w.statusShows(t, "cust", false, "Problems of cust")
+	w.goodKeepsConverging(t)
+}
+
+// TestObjectTooLarge places a ConfigMap too large to travel even alone beside a small one: a
+// megabyte of binaryData and a 250,000-character annotation, about 1.58 MB as JSON, past the
+// 1.5 MiB that an edge cluster's etcd takes (kcp holds it, in protobuf, in about 1.25 MB).
+// Projected False names the object, its size and the fix, with reason ObjectTooLarge among its
+// problems; the small ConfigMap reaches both edges and the good placement keeps converging; made
+// smaller (the annotation dropped: 1.33 MB as JSON), it travels, in parts, and arrives whole.
+func TestObjectTooLarge(t *testing.T) {
+	w := setUp(t)
+	blob := make([]byte, 1_000_000)
+	if _, err := rand.Read(blob); err != nil { // incompressible: the assemblage is cut into parts
+		t.Fatal(err)
+	}
+	encoded := base64.StdEncoding.EncodeToString(blob)
+	manifest := func(annotation string) string {
+		return `apiVersion: v1
+kind: Namespace
+metadata: {name: big}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: small, namespace: big}
+data: {a: "1"}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: blob
+  namespace: big
+  annotations: {padding: "` + annotation + `"}
+binaryData: {blob: "` + encoded + `"}
+---
+apiVersion: edge.kcp.io/v1alpha1
+kind: EdgePlacement
+metadata: {name: big}
+spec:
+  locationSelectors: [{matchExpressions: [{key: region, operator: In, values: [east, west]}]}]
+  downsync: [{namespaces: [big]}]
+`
+	}
+	start := time.Now()
+	w.Apply(t, w.WMW, manifest(strings.Repeat("x", 250_000)))
+	msg := w.condition(t, "big", edgev1alpha1.PlacementProjected, metav1.ConditionFalse,
+		edgev1alpha1.PlacementTooLarge, "configmaps/big/blob is ", "bytes as JSON", "make it smaller or split it")
+	t.Logf("Projected False %.1fs after apply: %s", time.Since(start).Seconds(), msg)
+	w.statusShows(t, "big", true, "Problems of big", "configmaps/big/blob")
+	for _, edge := range w.edgeNames {
+		w.at(t, edge, "the placement's small ConfigMap", configMaps, "big", "small", framework.Present)
+	}
+	w.goodKeepsConverging(t)
+	for _, edge := range w.edgeNames {
+		w.neverAt(t, edge, configMaps, "big", "blob")
+	}
+
+	start = time.Now()
+	w.Apply(t, w.WMW, manifest(""))
+	w.condition(t, "big", edgev1alpha1.PlacementProjected, metav1.ConditionTrue)
+	for _, edge := range w.edgeNames {
+		w.at(t, edge, "the ConfigMap made smaller", configMaps, "big", "blob", func(u *unstructured.Unstructured) string {
+			if u == nil {
+				return "absent"
+			}
+			got, _, _ := unstructured.NestedString(u.Object, "binaryData", "blob")
+			if got != encoded {
+				return fmt.Sprintf("binaryData.blob has %d base64 characters, not the %d placed", len(got), len(encoded))
+			}
+			return ""
+		})
+	}
+	t.Logf("after the fix: Projected True and the 1 MB ConfigMap whole at both edges %.1fs after apply", time.Since(start).Seconds())
+	w.statusShows(t, "big", false, "Problems of big")
 	w.goodKeepsConverging(t)
 }
