@@ -86,6 +86,10 @@ type rolloutPlan struct {
 // maxStalledNamed bounds how many failed destinations RolloutStalled names.
 const maxStalledNamed = 5
 
+// unknownHold is how long after a revision is published a destination whose state is not known
+// yet keeps its place in the order of a rollout (see planRollout).
+const unknownHold = 10 * time.Second
+
 // planRollout decides which destinations of a placement may get their newest version now, for
 // the placement's newest revision, first seen at published. It is pure: everything it needs is in
 // its arguments.
@@ -226,7 +230,22 @@ func planRollout(strategy *edgev1alpha1.RolloutStrategy, revision string, publis
 		if room <= 0 {
 			break
 		}
-		if stageOf[i] != active || states[i] != stateWaiting {
+		if stageOf[i] != active {
+			continue
+		}
+		if states[i] == stateUnknown {
+			// Its mailbox has not been reconciled since the revision was published: for a
+			// while it keeps its place in name order, rather than be passed by destinations
+			// whose mailboxes happened to be reconciled first; then it is passed, so that a
+			// mailbox that cannot be reconciled does not hold the rollout. Without a bound on
+			// destinations in flight there is no place to keep.
+			if held := now.Sub(published); held < unknownHold && room != math.MaxInt {
+				soonest(unknownHold - held)
+				room--
+			}
+			continue
+		}
+		if states[i] != stateWaiting {
 			continue
 		}
 		if jitter {

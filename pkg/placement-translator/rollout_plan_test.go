@@ -229,6 +229,35 @@ func TestPlanUnknownDestinationsWait(t *testing.T) {
 	}
 }
 
+// TestPlanUnknownDestinationKeepsItsPlace: destinations go in name order even when a later one's
+// mailbox is reconciled first: one whose state is not known yet holds its place for unknownHold
+// after the revision was published, and is passed after that.
+func TestPlanUnknownDestinationKeepsItsPlace(t *testing.T) {
+	s := &edgev1alpha1.RolloutStrategy{MaxInFlight: count(1)}
+	dests := fleetOf(3, 0)
+	dests[0].desired = "" // d00's mailbox not reconciled since the revision
+	p := planRollout(s, "r2", at0, dests, at0.Add(time.Second))
+	if got := permitted(p); len(got) != 0 {
+		t.Errorf("1 s after publishing, with d00 unknown, permitted %v, want none (d00 keeps its place)", got)
+	}
+	if p.recheck != unknownHold-time.Second {
+		t.Errorf("recheck in %v, want %v", p.recheck, unknownHold-time.Second)
+	}
+	dests[0].desired = "v2"
+	if got := permitted(planRollout(s, "r2", at0, dests, at0.Add(2*time.Second))); !reflect.DeepEqual(got, []string{"d00"}) {
+		t.Errorf("once d00 is known, permitted %v, want d00", got)
+	}
+	dests[0].desired = ""
+	if got := permitted(planRollout(s, "r2", at0, dests, at0.Add(unknownHold))); !reflect.DeepEqual(got, []string{"d01"}) {
+		t.Errorf("%v after publishing, with d00 still unknown, permitted %v, want d01 (d00 passed)", unknownHold, got)
+	}
+	// Without maxInFlight, nothing waits for d00, and no recheck is asked for it.
+	p = planRollout(nil, "r2", at0, dests, at0.Add(time.Second))
+	if got := permitted(p); !reflect.DeepEqual(got, []string{"d01", "d02"}) || p.recheck != 0 {
+		t.Errorf("without maxInFlight, permitted %v (recheck %v), want d01 d02 and no recheck", got, p.recheck)
+	}
+}
+
 func TestPlanJitter(t *testing.T) {
 	s := &edgev1alpha1.RolloutStrategy{Jitter: &metav1.Duration{Duration: time.Minute}}
 	dests := fleetOf(20, 0)
