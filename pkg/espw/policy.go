@@ -59,9 +59,10 @@ func PolicyGroup(group string) string {
 	return apisv1alpha1.MaximalPermissionPolicyRBACUserGroupPrefix + group
 }
 
-// PolicyUser is the name of user in the RBAC of the ESPW that kcp checks a request on an
-// edge.kcp.io kind against (a subject to add to the ClusterRoleBinding InventoryAdminRole to
-// make user an inventory admin).
+// PolicyUser is the name of the kcp user name in the RBAC of the ESPW that kcp checks a request
+// on an edge.kcp.io kind against (a subject to add to the ClusterRoleBinding InventoryAdminRole
+// to make that user an inventory admin). A ServiceAccount is named there as kcp names it outside
+// its workspace: PolicyUser("system:kcp:serviceaccount:<cluster>:<namespace>:<name>").
 func PolicyUser(name string) string {
 	return apisv1alpha1.MaximalPermissionPolicyRBACUserGroupPrefix + name
 }
