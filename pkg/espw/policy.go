@@ -10,7 +10,6 @@ import (
 	apisv1alpha2 "github.com/kcp-dev/sdk/apis/apis/v1alpha2"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
@@ -53,17 +52,12 @@ const allAuthenticated = "system:authenticated"
 // kcpAdminGroup is kcp's group of admins of every workspace (bootstrap.SystemKcpAdminGroup).
 const kcpAdminGroup = "system:kcp:admin"
 
-// PolicyGroup is the name of group in the RBAC of the ESPW that kcp checks a request on an
-// edge.kcp.io kind against.
-func PolicyGroup(group string) string {
-	return apisv1alpha1.MaximalPermissionPolicyRBACUserGroupPrefix + group
-}
-
-// PolicyUser is the name of the kcp user name in the RBAC of the ESPW that kcp checks a request
-// on an edge.kcp.io kind against (a subject to add to the ClusterRoleBinding InventoryAdminRole
-// to make that user an inventory admin). A ServiceAccount is named there as kcp names it outside
-// its workspace: PolicyUser("system:kcp:serviceaccount:<cluster>:<namespace>:<name>").
-func PolicyUser(name string) string {
+// PolicyName is the name by which the RBAC of the ESPW knows the user or group name, when kcp
+// checks a request on an edge.kcp.io kind against the policy: a subject named so, added to the
+// ClusterRoleBinding InventoryAdminRole, makes that user or group inventory admins. A
+// ServiceAccount is named there as kcp names it outside its workspace:
+// PolicyName("system:kcp:serviceaccount:<cluster>:<namespace>:<name>").
+func PolicyName(name string) string {
 	return apisv1alpha1.MaximalPermissionPolicyRBACUserGroupPrefix + name
 }
 
@@ -105,7 +99,7 @@ func edgePolicy() *apisv1alpha2.MaximalPermissionPolicy {
 // before it puts the policy on the export, so that no request is refused in between.
 func ensureEdgePolicyRBAC(ctx context.Context, kube kcpkubernetesclientset.ClusterInterface, path logicalcluster.Path, res *Result) error {
 	group := func(name string) rbacv1.Subject {
-		return rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: PolicyGroup(name)}
+		return rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: PolicyName(name)}
 	}
 	grants := []struct {
 		role     string
@@ -130,39 +124,28 @@ func ensureEdgePolicyRBAC(ctx context.Context, kube kcpkubernetesclientset.Clust
 // ensureBindingHas makes sure the workspace at path has a ClusterRoleBinding role, of the
 // ClusterRole role, whose subjects include subjects; subjects an operator added are kept.
 func ensureBindingHas(ctx context.Context, kube kcpkubernetesclientset.ClusterInterface, path logicalcluster.Path, role string, subjects []rbacv1.Subject, res *Result) error {
-	bindings := kube.Cluster(path).RbacV1().ClusterRoleBindings()
 	kind := "ClusterRoleBinding " + role
 	roleRef := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}
-	got, err := bindings.Get(ctx, role, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		want := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role}, RoleRef: roleRef, Subjects: subjects}
-		if _, err := bindings.Create(ctx, want, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating %s in %s: %w", kind, path, err)
+	want := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role}, RoleRef: roleRef, Subjects: subjects}
+	var wrongRef error
+	err := ensure(ctx, res, kind, kube.Cluster(path).RbacV1().ClusterRoleBindings(), want, func(got *rbacv1.ClusterRoleBinding) bool {
+		if !equality.Semantic.DeepEqual(got.RoleRef, roleRef) {
+			wrongRef = fmt.Errorf("%s in %s refers to %s %s, not the ClusterRole %s: delete it and run init again", kind, path, got.RoleRef.Kind, got.RoleRef.Name, role)
+			return false
 		}
-		res.Created = append(res.Created, kind)
-		return nil
-	case err != nil:
-		return fmt.Errorf("reading %s in %s: %w", kind, path, err)
-	case !equality.Semantic.DeepEqual(got.RoleRef, roleRef):
-		return fmt.Errorf("%s in %s refers to %s %s, not the ClusterRole %s: delete it and run init again", kind, path, got.RoleRef.Kind, got.RoleRef.Name, role)
-	}
-	changed := false
-	for _, s := range subjects {
-		if !hasSubject(got.Subjects, s) {
-			got.Subjects = append(got.Subjects, s)
-			changed = true
+		changed := false
+		for _, s := range subjects {
+			if !hasSubject(got.Subjects, s) {
+				got.Subjects = append(got.Subjects, s)
+				changed = true
+			}
 		}
+		return changed
+	})
+	if wrongRef != nil {
+		return wrongRef
 	}
-	if !changed {
-		res.Unchanged = append(res.Unchanged, kind)
-		return nil
-	}
-	if _, err := bindings.Update(ctx, got, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("updating %s in %s: %w", kind, path, err)
-	}
-	res.Updated = append(res.Updated, kind)
-	return nil
+	return err
 }
 
 func hasSubject(subjects []rbacv1.Subject, s rbacv1.Subject) bool {

@@ -83,7 +83,7 @@ func TestPolicyBindingKeepsAddedSubjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dave := rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: PolicyUser("dave")}
+	dave := rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: PolicyName("dave")}
 	crb.Subjects = append(crb.Subjects[1:], dave) // one default subject removed, dave added
 	if _, err := bindings.Update(ctx, crb, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -96,7 +96,7 @@ func TestPolicyBindingKeepsAddedSubjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{PolicyGroup(InventoryAdminsGroup), PolicyGroup("system:kcp:admin"), PolicyUser("dave")} {
+	for _, want := range []string{PolicyName(InventoryAdminsGroup), PolicyName("system:kcp:admin"), PolicyName("dave")} {
 		if !slices.ContainsFunc(crb.Subjects, func(s rbacv1.Subject) bool { return s.Name == want }) {
 			t.Errorf("ClusterRoleBinding %s after init again: no subject %s in %v", InventoryAdminRole, want, crb.Subjects)
 		}

@@ -145,7 +145,7 @@ func TestOnlyInventoryAdminsMakeInventory(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reading the ClusterRoleBinding %s in the ESPW: %v", espw.InventoryAdminRole, err)
 	}
-	crb.Subjects = append(crb.Subjects, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: espw.PolicyUser("dave")})
+	crb.Subjects = append(crb.Subjects, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: espw.PolicyName("dave")})
 	if _, err := kube.RbacV1().ClusterRoleBindings().Update(ctx, crb, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("adding dave to %s: %v", espw.InventoryAdminRole, err)
 	}
