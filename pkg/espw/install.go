@@ -25,7 +25,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"time"
 
 	kcpkubernetesclientset "github.com/kcp-dev/client-go/kubernetes"
 	"github.com/kcp-dev/logicalcluster/v3"
@@ -274,19 +273,12 @@ func ensureWorkspaceType(ctx context.Context, kcp kcpclientset.ClusterInterface,
 	got, err := client.Get(ctx, t.want.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		_, err := client.Create(ctx, t.want, metav1.CreateOptions{})
-		// A workspace that turned Ready a moment ago may not be served at its path yet, and
-		// answers 404 for the kind itself ("the server could not find the requested resource
-		// (post workspacetypes.tenancy.kcp.io)", seen in the scheduler benchmark right after
-		// the ESPW's parent was made). Wait for it a little, as workspaces.Ensurer does.
-		for deadline := time.Now().Add(30 * time.Second); apierrors.IsNotFound(err) && time.Now().Before(deadline); {
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(250 * time.Millisecond):
-			}
-			_, err = client.Create(ctx, t.want, metav1.CreateOptions{})
-		}
+		// The parent, made a moment ago, may answer 404 for the kind itself (seen in the
+		// scheduler benchmark).
+		err := workspaces.CreateWhenServed(ctx, nil, func() error {
+			_, err := client.Create(ctx, t.want, metav1.CreateOptions{})
+			return err
+		})
 		if !apierrors.IsAlreadyExists(err) {
 			if err != nil {
 				return fmt.Errorf("creating %s in %s: %w", kind, path, err)

@@ -114,21 +114,12 @@ func (e *Ensurer) WorkspaceOfType(ctx context.Context, path logicalcluster.Path,
 		if wsType != nil {
 			want.Spec.Type = wsType.DeepCopy()
 		}
-		ws, err = e.KCP.Cluster(parent).TenancyV1alpha1().Workspaces().Create(ctx, want, metav1.CreateOptions{})
 		// A WorkspaceType created a moment ago may not have reached kcp's admission yet, which
-		// then refuses the workspace as of a type it cannot find; and a parent that turned Ready
-		// a moment ago may not be served at its path yet, which answers 404 for its Workspaces
-		// (seen in CI: "the server could not find the requested resource (post
-		// workspaces.tenancy.kcp.io)" a second after the parent was Ready). Wait for either a
-		// little.
-		for deadline := time.Now().Add(30 * time.Second); (isTypeNotYetKnown(err) || apierrors.IsNotFound(err)) && time.Now().Before(deadline); {
-			select {
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-time.After(250 * time.Millisecond):
-			}
+		// then refuses the workspace as of a type it cannot find. Wait for that a little too.
+		err = CreateWhenServed(ctx, isTypeNotYetKnown, func() (err error) {
 			ws, err = e.KCP.Cluster(parent).TenancyV1alpha1().Workspaces().Create(ctx, want, metav1.CreateOptions{})
-		}
+			return err
+		})
 		if apierrors.IsAlreadyExists(err) {
 			ws, err = e.KCP.Cluster(parent).TenancyV1alpha1().Workspaces().Get(ctx, name, metav1.GetOptions{})
 		}
@@ -266,6 +257,24 @@ func conditionsSummary(conds conditionsv1alpha1.Conditions) string {
 		return ""
 	}
 	return "; " + strings.Join(parts, "; ")
+}
+
+// CreateWhenServed calls create until it is not refused with 404, nor with an error that alsoWait
+// (nil: none) says to wait for, for up to 30 s, and returns create's last error. A workspace that
+// turned Ready a moment ago may not be served at its path yet, and answers 404 for the kind being
+// created (seen in CI: "the server could not find the requested resource (post
+// workspaces.tenancy.kcp.io)" a second after the workspace was Ready; and for WorkspaceTypes).
+func CreateWhenServed(ctx context.Context, alsoWait func(error) bool, create func() error) error {
+	err := create()
+	for deadline := time.Now().Add(30 * time.Second); (apierrors.IsNotFound(err) || (alsoWait != nil && alsoWait(err))) && time.Now().Before(deadline); {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+		err = create()
+	}
+	return err
 }
 
 // isTypeNotYetKnown says whether kcp refused a workspace because its WorkspaceType is not (yet)
