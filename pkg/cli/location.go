@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/espw"
 	"github.com/kcp-dev/edge-mc/pkg/workspaces"
 )
 
@@ -88,7 +89,7 @@ func ensureLocation(ctx context.Context, inv *inventoryClients, name string, cha
 		return setLabels(u, labels)
 	})
 	if err != nil {
-		return fmt.Errorf("ensuring SyncTarget %s in %s: %w", name, inv.path, err)
+		return fmt.Errorf("ensuring SyncTarget %s in %s: %w%s", name, inv.path, err, inventoryAdminHint(err))
 	}
 	fmt.Fprintf(out, "synctarget %s %s\n", name, result)
 
@@ -111,7 +112,7 @@ func ensureLocation(ctx context.Context, inv *inventoryClients, name string, cha
 		return changed
 	})
 	if err != nil {
-		return fmt.Errorf("ensuring Location %s in %s: %w", name, inv.path, err)
+		return fmt.Errorf("ensuring Location %s in %s: %w%s", name, inv.path, err, inventoryAdminHint(err))
 	}
 	fmt.Fprintf(out, "location %s %s\n", name, result)
 	return nil
@@ -159,7 +160,7 @@ again, it changes nothing.`,
 				case apierrors.IsNotFound(err):
 					fmt.Fprintf(o.Out, "%s %s already absent\n", r.kind, name)
 				default:
-					return fmt.Errorf("deleting %s %s in %s: %w", r.kind, name, inv.path, err)
+					return fmt.Errorf("deleting %s %s in %s: %w%s", r.kind, name, inv.path, err, inventoryAdminHint(err))
 				}
 			}
 			return nil
@@ -244,6 +245,17 @@ func (o *Options) ensureIMWHint(path logicalcluster.Path) string {
 		hint += " --espw " + o.ESPW
 	}
 	return hint
+}
+
+// inventoryAdminHint says what to do about a write of a SyncTarget or Location that kcp refused
+// (403): edge.kcp.io's maximal permission policy lets only inventory admins make them, wherever
+// the export is bound ("" for any other error).
+func inventoryAdminHint(err error) string {
+	if !apierrors.IsForbidden(err) {
+		return ""
+	}
+	return fmt.Sprintf("; only inventory admins may write SyncTargets and Locations: an operator makes you one by the group %s, or by a subject %s in the ClusterRoleBinding %s of the ESPW (docs/operations.md, \"Who may make SyncTargets and Locations\"); you also need rights in the inventory workspace",
+		espw.InventoryAdminsGroup, espw.PolicyName("<your user>"), espw.InventoryAdminRole)
 }
 
 // checkInventoryWorkspace asks the workspace's discovery whether it serves SyncTargets and

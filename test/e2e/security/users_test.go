@@ -129,6 +129,14 @@ func TestOnlyInventoryAdminsMakeInventory(t *testing.T) {
 	)
 	dave := s.UserConfig(t, "dave", f.IMW)
 	expectRefused(t, "dave (not an inventory admin)", dave, syncTarget(f.IMW, "his"))
+	// kubectl edge, run as dave, says who may and how to become one.
+	res := framework.KubectlEdge(t, "ensure", "location", "his", "region=east", "--imw", f.IMW.String(), "--espw", f.ESPW.String(),
+		"--kubeconfig", s.UserKubeconfig(t, "dave", f.IMW)).MustFail(t)
+	for _, want := range []string{"ensuring SyncTarget his", "only inventory admins may write SyncTargets and Locations", espw.InventoryAdminsGroup, espw.InventoryAdminRole} {
+		if !strings.Contains(res.Stderr, want) {
+			t.Errorf("kubectl edge ensure location as dave: stderr does not say %q: %s", want, res.Stderr)
+		}
+	}
 
 	carol := s.UserConfig(t, "carol", f.IMW)
 	expectAllowed(t, "carol (group "+espw.InventoryAdminsGroup+")", carol, syncTarget(f.IMW, "hers"), location(f.IMW, "hers"))
