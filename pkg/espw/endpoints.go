@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/rest"
@@ -359,4 +360,17 @@ func WaitForEndpoint(ctx context.Context, kcp kcpclientset.ClusterInterface, esp
 		}
 		delay = min(2*delay, 30*time.Second)
 	}
+}
+
+// DiscoverVirtualWorkspace lists the resources that a virtual workspace serves across all its
+// workspaces.
+func DiscoverVirtualWorkspace(vw *rest.Config) ([]*metav1.APIResourceList, error) {
+	cfg := rest.CopyConfig(vw)
+	cfg.Host += "/clusters/*"
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	_, lists, err := dc.ServerGroupsAndResources()
+	return lists, err
 }

@@ -36,6 +36,7 @@ import (
 	placementtranslator "github.com/kcp-dev/edge-mc/pkg/placement-translator"
 	"github.com/kcp-dev/edge-mc/pkg/scheduler"
 	statussummarizer "github.com/kcp-dev/edge-mc/pkg/status-summarizer"
+	"github.com/kcp-dev/edge-mc/pkg/upsync"
 	"github.com/kcp-dev/edge-mc/pkg/workspaces"
 )
 
@@ -253,6 +254,13 @@ func runRound(ctx context.Context, o Options, ready *atomic.Pointer[string]) err
 					return nil, err
 				}
 				controllers = append(controllers, runnable{name: name, start: c.Start, synced: c.HasSynced})
+				// The up-sync return path runs beside the translator, on its caches.
+				u, err := upsync.NewController(upsync.Config{Caches: c.UpsyncCaches(), Edge: edge, Mailbox: exports[edgev1alpha1.MailboxAPIExportName],
+					Workloads: exports[edgev1alpha1.WorkloadsAPIExportName], Workers: o.Workers})
+				if err != nil {
+					return nil, err
+				}
+				controllers = append(controllers, runnable{name: upsync.ControllerName, start: u.Start, synced: u.HasSynced})
 			case statussummarizer.ControllerName:
 				c, err := statussummarizer.NewController(statussummarizer.Config{ESPW: o.ESPW, Edge: edge, Mailbox: exports[edgev1alpha1.MailboxAPIExportName], Base: base, KCP: kcp, Workers: o.Workers})
 				if err != nil {

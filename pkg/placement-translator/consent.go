@@ -171,37 +171,7 @@ func keepWithoutConsent(pk placementKey, unaccepted map[schema.GroupResource]str
 		edgev1alpha1.EdgeAPIExportName, strings.Join(kinds, ", "))
 }
 
-// bindingChanged: a change of a workspace's consent changes what its placements may deliver and
-// bring back.
+// bindingChanged: a change of a workspace's consent changes what its placements may deliver.
 func (c *Controller) bindingChanged(_, obj *unstructured.Unstructured) {
-	if obj == nil {
-		return
-	}
 	c.workloadChanged(obj)
-	cluster := logicalcluster.From(obj)
-	placements, _ := c.placements.GetIndexer().ByIndex(kcpcache.ClusterIndexName, kcpcache.ClusterIndexKey(cluster))
-	for _, p := range placements {
-		if u := asUnstructured(p); u != nil {
-			pk := placementKey{cluster.String(), u.GetName()}
-			c.enqueueUpsyncScan(pk, c.placementRules(pk))
-		}
-	}
-}
-
-// withoutConsent refuses the candidates of an up-synced object of a kind the workspace's owner
-// does not consent to edge-mc writing there: kcp would refuse the write, and the author is told
-// why on the placements that asked.
-func (c *Controller) withoutConsent(key upsyncKey, cands []upsyncCandidate) (refused []problem, ok bool) {
-	why, no := c.notConsented(key.cluster)[key.gr]
-	if !no {
-		return nil, true
-	}
-	msg := fmt.Sprintf("%s is not returned: the workspace's APIBinding %s does not accept the permission claim on %s (claim %s), by which edge-mc writes it there; accept the claim (kubectl edge ensure wmw <this workspace> accepts them all) to have it back",
-		key.copyKey().String(), edgev1alpha1.EdgeAPIExportName, key.gr, why)
-	for _, cand := range cands {
-		for _, pk := range cand.placements {
-			refused = append(refused, problem{pk, problemUpsyncConflict, msg})
-		}
-	}
-	return refused, false
 }

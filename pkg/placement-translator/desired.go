@@ -18,6 +18,7 @@ import (
 	"github.com/kcp-dev/edge-mc/pkg/placement-translator/customize"
 	"github.com/kcp-dev/edge-mc/pkg/placement-translator/projection"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
+	"github.com/kcp-dev/edge-mc/pkg/upsync"
 )
 
 // Labels and annotations on the copies in mailboxes.
@@ -233,7 +234,7 @@ func (c *Controller) projectPlacement(pk placementKey, p *edgev1alpha1.EdgePlace
 	for _, wo := range objs {
 		u, r := wo.obj, wo.resource
 		// What came from the edge never goes back to mailboxes: that would loop.
-		if transport.IsSystemObject(r.gvr.Group, r.gvr.Resource, u) || isUpsynced(u) {
+		if transport.IsSystemObject(r.gvr.Group, r.gvr.Resource, u) || upsync.IsUpsynced(u) {
 			continue
 		}
 		obj := projection.Object{Group: r.gvr.Group, Resource: r.gvr.Resource, Namespaced: r.namespaced,

@@ -483,3 +483,21 @@ func TestConsentSettles(t *testing.T) {
 		t.Errorf("settled: wait %s, want 0", wait)
 	}
 }
+
+func TestComputeDesiredSkipsUpsyncedObjects(t *testing.T) {
+	w := newTestWorld(t)
+	w.placement(t, "ws1", "p1", []any{map[string]any{"namespaces": []any{"app"}}})
+	w.workload(t, namespacesGVR, obj("v1", "Namespace", "ws1", "", "app", nil))
+	w.workload(t, configMapsGVR, obj("v1", "ConfigMap", "ws1", "app", "cfg", nil))
+	w.workload(t, configMapsGVR, obj("v1", "ConfigMap", "ws1", "app", "report", map[string]string{edgev1alpha1.LabelUpsynced: "true", edgev1alpha1.LabelReturned: "true"}))
+	d, ok := w.c.computeDesired(testMailbox, nil)
+	if !ok {
+		t.Fatal("computeDesired() not ok")
+	}
+	if _, found := d.copies[ck(configMapsGVR, "app", "report")]; found {
+		t.Errorf("an up-synced object was selected for down-sync")
+	}
+	if _, found := d.copies[ck(configMapsGVR, "app", "cfg")]; !found {
+		t.Errorf("the workspace's own object was not selected")
+	}
+}

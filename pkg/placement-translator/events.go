@@ -20,7 +20,6 @@ func (c *Controller) placementChanged(_, obj *unstructured.Unstructured) {
 	key := placementKey{logicalcluster.From(obj).String(), obj.GetName()}
 	c.enqueuePlacementMailboxes(key)
 	c.queue.Add(queueKey{placement: key})
-	c.upsyncPlacementChanged(key)
 }
 
 // sliceChanged queues the mailboxes of the old and the new destinations.
@@ -35,12 +34,6 @@ func (c *Controller) sliceChanged(old, obj *unstructured.Unstructured) {
 		}
 		if key, ok := sliceOwner(u); ok {
 			c.queue.Add(queueKey{placement: key})
-		}
-	}
-	// Destinations that come or go change what comes back, and from where.
-	if key, ok := sliceOwner(obj); ok {
-		if rules := c.placementRules(key); len(rules) > 0 {
-			c.enqueueUpsyncScan(key, rules)
 		}
 	}
 }
@@ -61,16 +54,11 @@ func (c *Controller) workloadChanged(obj *unstructured.Unstructured) {
 
 // syncTargetChanged queues the SyncTarget's mailbox: its labels and annotations are
 // customisation parameters, and its status says whether the mailbox is ready.
-func (c *Controller) syncTargetChanged(old, obj *unstructured.Unstructured) {
+func (c *Controller) syncTargetChanged(_, obj *unstructured.Unstructured) {
 	if obj == nil {
 		return
 	}
 	c.queue.Add(queueKey{mailbox: mailbox.WorkspaceName(logicalcluster.From(obj), obj.GetUID())})
-	// Up-synced objects seen before the SyncTarget recorded its mailbox can now be traced.
-	was, _ := syncTargetMailboxCluster(old)
-	if now, _ := syncTargetMailboxCluster(obj); len(now) > 0 && (len(was) == 0 || was[0] != now[0]) {
-		c.enqueueMailboxUpsynced(logicalcluster.Name(now[0]))
-	}
 }
 
 // locationChanged queues the mailboxes of the destinations reached through the Location, whose

@@ -541,7 +541,7 @@ func mailboxReady(st *unstructured.Unstructured) bool {
 func upsyncNeedsWorkloads(rules []edgev1alpha1.UpsyncSet, resources []resource) bool {
 	for _, r := range resources {
 		gr := r.gvr.GroupResource()
-		if r.custom || isKCPBuiltIn(gr) {
+		if r.custom || transport.IsKCPBuiltIn(gr) {
 			continue
 		}
 		for i := range rules {

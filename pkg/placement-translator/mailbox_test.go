@@ -147,3 +147,25 @@ func TestSameJSONOfWhatTheServerReturns(t *testing.T) {
 		}
 	}
 }
+
+func TestUpsyncNeedsWorkloads(t *testing.T) {
+	resources := []resource{{gvr: configMapsGVR}, {gvr: deploymentsGVR}, {gvr: schema.GroupVersionResource{Version: "v1", Resource: "services"}},
+		{gvr: schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}, custom: true}}
+	tests := []struct {
+		name  string
+		rules []edgev1alpha1.UpsyncSet
+		want  bool
+	}{
+		{"none", nil, false},
+		{"configmaps", []edgev1alpha1.UpsyncSet{{Resources: []string{"configmaps"}}}, false},
+		{"services, of the workloads export", []edgev1alpha1.UpsyncSet{{Resources: []string{"services"}}}, true},
+		{"all of the core group", []edgev1alpha1.UpsyncSet{{Resources: []string{"*"}}}, true},
+		{"apps", []edgev1alpha1.UpsyncSet{{APIGroup: "apps", Resources: []string{"*"}}}, true},
+		{"a custom kind", []edgev1alpha1.UpsyncSet{{APIGroup: "example.com", Resources: []string{"*"}}}, false},
+	}
+	for _, tt := range tests {
+		if got := upsyncNeedsWorkloads(tt.rules, resources); got != tt.want {
+			t.Errorf("%s: upsyncNeedsWorkloads() = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

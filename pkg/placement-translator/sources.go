@@ -20,6 +20,7 @@ import (
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 	"github.com/kcp-dev/edge-mc/pkg/espw"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
+	"github.com/kcp-dev/edge-mc/pkg/upsync"
 )
 
 // resource is a kind of workload object.
@@ -108,14 +109,14 @@ func newSources(c *Controller, resources []resource) *sources {
 	s := &sources{c: c, resources: resources, informers: map[schema.GroupVersionResource]espw.SharedInformer{},
 		unserved: map[schema.GroupVersionResource]bool{}, custom: map[customKey]*customSource{}}
 	for _, r := range resources {
-		inf := c.cfg.Edge.NewInformer(r.gvr, resyncPeriod, cache.Indexers{returnedByCluster: returnedIndex}, nil)
+		inf := c.cfg.Edge.NewInformer(r.gvr, resyncPeriod, upsync.WorkloadIndexers(), nil)
 		gvr := r.gvr
 		_ = inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
 			s.unservedMu.Lock()
 			s.unserved[gvr] = apierrors.IsNotFound(err)
 			s.unservedMu.Unlock()
 		})
-		_, _ = inf.AddEventHandler(c.workloadHandler(r.gvr.GroupResource()))
+		_, _ = inf.AddEventHandler(c.workloadHandler())
 		if r.gvr.GroupResource() == crdsGVR.GroupResource() {
 			_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 				AddFunc:    func(obj any) { s.crdChanged(asUnstructured(obj), false) },
@@ -207,7 +208,7 @@ func (s *sources) crdChanged(crd *unstructured.Unstructured, deleted bool) {
 	ctx, stop := context.WithCancel(s.ctx)
 	client := s.c.cfg.Admin.Cluster(cluster.Path())
 	inf := dynamicinformer.NewFilteredDynamicInformer(client, key.gvr, "", resyncPeriod, cache.Indexers{}, nil).Informer()
-	_, _ = inf.AddEventHandler(s.c.workloadHandler(key.gvr.GroupResource()))
+	_, _ = inf.AddEventHandler(s.c.workloadHandler())
 	s.custom[key] = &customSource{
 		resource: resource{gvr: key.gvr, kind: kind, namespaced: scope == "Namespaced", custom: true},
 		informer: inf,
@@ -219,15 +220,14 @@ func (s *sources) crdChanged(crd *unstructured.Unstructured, deleted bool) {
 	s.c.workloadChanged(crd)
 }
 
-// workloadHandler queues, on any change of a workload object, the mailboxes it can affect, and
-// its identity for the up-sync return path. Objects labelled as up-synced are never selected
-// for down-sync, so their changes concern no mailbox.
-func (c *Controller) workloadHandler(gr schema.GroupResource) cache.ResourceEventHandler {
+// workloadHandler queues, on any change of a workload object, the mailboxes it can affect.
+// Objects labelled as up-synced are never selected for down-sync, so their changes concern no
+// mailbox.
+func (c *Controller) workloadHandler() cache.ResourceEventHandler {
 	changed := func(old, obj *unstructured.Unstructured) {
-		if (!isUpsynced(obj) || (old != nil && !isUpsynced(old))) && !sameProjection(old, obj) {
+		if (!upsync.IsUpsynced(obj) || (old != nil && !upsync.IsUpsynced(old))) && !sameProjection(old, obj) {
 			c.workloadChanged(obj)
 		}
-		c.workloadChangedForUpsync(gr, obj)
 	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { changed(nil, asUnstructured(obj)) },
@@ -303,16 +303,6 @@ func (s *sources) namespaceLabels(cluster logicalcluster.Name, name string) map[
 	return map[string]string{}
 }
 
-// isKCPBuiltIn says whether kcp serves the resource in every workspace by itself; a mailbox
-// needs an APIBinding to the workloads export to hold copies of any other (non-custom) kind.
-func isKCPBuiltIn(gr schema.GroupResource) bool {
-	switch gr.Group {
-	case "", "rbac.authorization.k8s.io", "apiextensions.k8s.io":
-		return gr.Resource != "services" && gr.Resource != "persistentvolumeclaims"
-	}
-	return false
-}
-
 // placeable says whether a workload workspace has a resource that can be placed of the given
 // name, in the given API group (any group if group is nil): one that the virtual workspace
 // serves, or a custom kind of one of the workspace's CRDs.
@@ -346,9 +336,9 @@ func (s *sources) resourceOf(gr schema.GroupResource) (resource, bool) {
 	return resource{}, false
 }
 
-// get returns the object of a workload workspace at the key's identity (nil if there is none).
-// known is false while the resource's informer has not synced.
-func (s *sources) get(gvr schema.GroupVersionResource, key upsyncKey) (obj *unstructured.Unstructured, known bool) {
+// get returns the object of a workload workspace at an identity (nil if there is none). known is
+// false while the resource's informer has not synced.
+func (s *sources) get(gvr schema.GroupVersionResource, cluster, namespace, name string) (obj *unstructured.Unstructured, known bool) {
 	inf, ok := s.informers[gvr]
 	if !ok {
 		return nil, true
@@ -359,7 +349,7 @@ func (s *sources) get(gvr schema.GroupVersionResource, key upsyncKey) (obj *unst
 		s.unservedMu.Unlock()
 		return nil, unserved
 	}
-	item, exists, _ := inf.GetIndexer().GetByKey(kcpcache.ToClusterAwareKey(key.cluster, key.namespace, key.name))
+	item, exists, _ := inf.GetIndexer().GetByKey(kcpcache.ToClusterAwareKey(cluster, namespace, name))
 	if !exists {
 		return nil, true
 	}

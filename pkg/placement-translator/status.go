@@ -30,14 +30,6 @@ const (
 	ReasonNoConflict       = "NoConflict"
 )
 
-// Reasons of the Upsynced and UpsyncConflict conditions.
-const (
-	ReasonUpsynced         = "Upsynced"
-	ReasonUpsyncFailed     = "UpsyncFailed"
-	ReasonUpsyncPending    = "UpsyncPending"
-	ReasonNoUpsyncConflict = "NoUpsyncConflict"
-)
-
 // maxProblemsInMessage bounds how many problems a condition message quotes.
 const maxProblemsInMessage = 3
 
@@ -72,7 +64,7 @@ func newResults() *results {
 	return &results{byMailbox: map[string]mailboxResult{}, byPlacement: placementIndex[string]{}}
 }
 
-// placementIndex records, for each placement, the keys (mailboxes, up-synced identities) whose
+// placementIndex records, for each placement, the keys (mailboxes) whose
 // outcome concerns it.
 type placementIndex[K comparable] map[placementKey]map[K]bool
 
@@ -140,59 +132,6 @@ func (r *results) of(pk placementKey, mailboxes map[string]bool) (notDone int, p
 	return notDone, problems
 }
 
-// upsyncResults holds the problems of the return path, by identity, and which identities have
-// problems of each placement. Identities without problems take no room.
-type upsyncResults struct {
-	mu          sync.Mutex
-	byKey       map[upsyncKey][]problem
-	byPlacement placementIndex[upsyncKey]
-}
-
-func newUpsyncResults() *upsyncResults {
-	return &upsyncResults{byKey: map[upsyncKey][]problem{}, byPlacement: placementIndex[upsyncKey]{}}
-}
-
-// set records an identity's problems and returns the placements whose problems changed.
-func (r *upsyncResults) set(key upsyncKey, problems []problem) []placementKey {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	old := r.byKey[key]
-	if reflect.DeepEqual(old, problems) || (len(old) == 0 && len(problems) == 0) {
-		return nil
-	}
-	if len(problems) == 0 {
-		delete(r.byKey, key)
-	} else {
-		r.byKey[key] = problems
-	}
-	return r.byPlacement.move(key, placementsOf(old), placementsOf(problems))
-}
-
-// placementsOf lists the placements that problems concern.
-func placementsOf(problems []problem) []placementKey {
-	out := make([]placementKey, 0, len(problems))
-	for _, p := range problems {
-		out = append(out, p.placement)
-	}
-	return out
-}
-
-// of returns a placement's problems, sorted, and the identities they concern.
-func (r *upsyncResults) of(pk placementKey) (problems []problem, keys []upsyncKey) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for key := range r.byPlacement[pk] {
-		keys = append(keys, key)
-		for _, p := range r.byKey[key] {
-			if p.placement == pk {
-				problems = append(problems, p)
-			}
-		}
-	}
-	sort.Slice(problems, func(i, j int) bool { return problems[i].message < problems[j].message })
-	return problems, keys
-}
-
 func (c *Controller) report(mailbox string, res mailboxResult) {
 	for _, pk := range c.results.set(mailbox, res) {
 		c.queue.Add(queueKey{placement: pk})
@@ -201,7 +140,8 @@ func (c *Controller) report(mailbox string, res mailboxResult) {
 
 // writePlacementStatus sets the conditions Projected, Conflict, DependenciesReady, and for a paced
 // placement the rollout's (status.rollout, Progressing, RolloutStalled, RolloutComplete), and
-// returns when to look again without an event.
+// returns when to look again without an event. The return path (package upsync) writes the
+// conditions Upsynced and UpsyncConflict itself.
 func (c *Controller) writePlacementStatus(ctx context.Context, pk placementKey) (time.Duration, error) {
 	item, exists, _ := c.placements.GetIndexer().GetByKey(kcpcache.ToClusterAwareKey(pk.cluster, "", pk.name))
 	if !exists {
@@ -254,17 +194,6 @@ func (c *Controller) writePlacementStatus(ctx context.Context, pk placementKey) 
 	}
 	if rollout != nil && rollout.Revision != "" {
 		p.Status.Rollout = rollout
-	}
-	if len(p.Spec.Upsync) == 0 {
-		meta.RemoveStatusCondition(&p.Status.Conditions, edgev1alpha1.PlacementUpsynced)
-		meta.RemoveStatusCondition(&p.Status.Conditions, edgev1alpha1.PlacementUpsyncConflict)
-	} else {
-		ruleProblems, known := c.upsync.unreturnable(p.Spec.Upsync)
-		upsyncProblems, _ := c.upsyncResults.of(pk)
-		upsynced, upsyncConflict := upsyncConditions(ruleProblems, known, upsyncProblems)
-		upsynced.ObservedGeneration, upsyncConflict.ObservedGeneration = p.Generation, p.Generation
-		meta.SetStatusCondition(&p.Status.Conditions, upsynced)
-		meta.SetStatusCondition(&p.Status.Conditions, upsyncConflict)
 	}
 	if equality.Semantic.DeepEqual(before, p.Status.Conditions) && equality.Semantic.DeepEqual(beforeRollout, p.Status.Rollout) {
 		return recheck, nil
@@ -400,39 +329,6 @@ func groupedProblems(problems []problem) []string {
 		}
 	}
 	return out
-}
-
-// upsyncConditions computes Upsynced and UpsyncConflict from the rules that cannot be honoured
-// (known: whether that could be judged) and the problems of the return path.
-func upsyncConditions(ruleProblems []string, known bool, problems []problem) (upsynced, conflict metav1.Condition) {
-	upsynced = metav1.Condition{Type: edgev1alpha1.PlacementUpsynced}
-	conflict = metav1.Condition{Type: edgev1alpha1.PlacementUpsyncConflict, Status: metav1.ConditionFalse, Reason: ReasonNoUpsyncConflict,
-		Message: "no two destinations up-sync the same object, and no object of the workspace's own is in the way"}
-	failures := append([]string(nil), ruleProblems...)
-	var conflicts []string
-	for _, p := range problems {
-		if p.reason == problemUpsyncConflict {
-			conflicts = append(conflicts, p.message)
-		} else {
-			failures = append(failures, p.reason+": "+p.message)
-		}
-	}
-	if len(conflicts) > 0 {
-		conflict.Status, conflict.Reason = metav1.ConditionTrue, edgev1alpha1.ReasonConflictingUpsync
-		conflict.Message = quote(conflicts)
-	}
-	switch {
-	case len(failures) > 0:
-		upsynced.Status, upsynced.Reason = metav1.ConditionFalse, ReasonUpsyncFailed
-		upsynced.Message = fmt.Sprintf("%d problem(s): %s", len(failures), quote(failures))
-	case !known:
-		upsynced.Status, upsynced.Reason = metav1.ConditionFalse, ReasonUpsyncPending
-		upsynced.Message = "waiting for the virtual workspaces that show the mailboxes"
-	default:
-		upsynced.Status, upsynced.Reason = metav1.ConditionTrue, ReasonUpsynced
-		upsynced.Message = "what spec.upsync covers comes back from the destinations' mailboxes"
-	}
-	return upsynced, conflict
 }
 
 // quote joins the first few messages, saying how many more there are.

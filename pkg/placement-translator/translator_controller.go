@@ -8,17 +8,18 @@
 // deletes the assemblages of placements that no longer have the destination. It writes the
 // mailbox's SyncerConfig (the placements' upsync rules, the fleet's heartbeat interval), and
 // moves mailboxes of the previous transport (one copy per object) to assemblages once their
-// syncer reads them. The other way, it brings the objects that syncers up-synced into mailboxes,
-// as spec.upsync says, back into the workload workspaces (upsync.go), and never selects them for
-// down-sync. It reports in each placement's status what it could not do, and why (conditions
-// Projected, with objects too large to travel among its problems, Conflict, Upsynced and
-// UpsyncConflict), and how its rollout goes (Progressing, RolloutStalled, RolloutComplete,
-// DependenciesReady; status.rollout).
+// syncer reads them. It never selects for down-sync the objects that came back from the edge,
+// which the up-sync return path (package upsync, the other way) brings into the workload
+// workspaces: that stage runs beside the translator, on the translator's caches
+// (upsync_caches.go). It reports in each placement's status what it could not do, and why
+// (conditions Projected, with objects too large to travel among its problems, and Conflict), and
+// how its rollout goes (Progressing, RolloutStalled, RolloutComplete, DependenciesReady;
+// status.rollout).
 //
 // It reads the workload workspaces through the virtual workspace of the APIExport edge.kcp.io:
 // the placements, slices, Customizers, SyncTargets and Locations it serves, and the workload
 // objects of kinds that edge.kcp.io claims and the workspace's owner accepted (see
-// espw.EdgeClaims); it writes the up-synced objects there through the same claims. Custom kinds
+// espw.EdgeClaims). Custom kinds
 // that a workload workspace defines with its own CRDs belong to no export and cannot be claimed;
 // it reads those with its own credential (see sources.go). It watches what every mailbox holds
 // (assemblages, their parts, SyncerConfigs) through the virtual workspace of mailbox.edge.kcp.io
@@ -27,8 +28,7 @@
 //
 // The down-sync work is done per mailbox: a change anywhere queues the mailboxes it can affect,
 // and a mailbox's reconcile computes everything that should be in it (desired.go) and makes it
-// so (mailbox.go), writing only what differs from what the mailbox holds. The up-sync work is
-// done per object identity in a workload workspace (upsync_reconcile.go).
+// so (mailbox.go), writing only what differs from what the mailbox holds.
 package placementtranslator
 
 import (
@@ -135,8 +135,6 @@ type Controller struct {
 	// workload holds one informer per workload resource served through the virtual workspace,
 	// and the custom kinds of the workload workspaces; see sources.go.
 	workload *sources
-	// upsync holds the informers on up-synced objects in mailboxes; see upsync_sources.go.
-	upsync *upsyncSources
 	// view watches what the mailboxes hold; see mailbox_view.go. written holds what the
 	// translator wrote there that the view does not show yet.
 	view    mailboxView
@@ -145,8 +143,7 @@ type Controller struct {
 	mailboxesMu sync.Mutex
 	mailboxes   map[string]*mailboxState
 
-	results       *results
-	upsyncResults *upsyncResults
+	results *results
 	// rollouts paces the placements with spec.rollout; see rollout.go.
 	rollouts *rolloutTracker
 
@@ -154,12 +151,11 @@ type Controller struct {
 	now func() time.Time
 }
 
-// queueKey is one of: a mailbox (by workspace name) to reconcile, a placement whose status to
-// write, or an up-synced object identity in a workload workspace to bring back.
+// queueKey is one of: a mailbox (by workspace name) to reconcile, or a placement whose status
+// to write.
 type queueKey struct {
 	mailbox   string
 	placement placementKey
-	upsync    upsyncKey
 }
 
 // placementKey names an EdgePlacement.
@@ -183,11 +179,10 @@ func NewController(cfg Config) (*Controller, error) {
 		edgeVW: cfg.Edge,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[queueKey](),
 			workqueue.TypedRateLimitingQueueConfig[queueKey]{Name: ControllerName}),
-		mailboxes:     map[string]*mailboxState{},
-		results:       newResults(),
-		upsyncResults: newUpsyncResults(),
-		rollouts:      newRolloutTracker(),
-		now:           time.Now,
+		mailboxes: map[string]*mailboxState{},
+		results:   newResults(),
+		rollouts:  newRolloutTracker(),
+		now:       time.Now,
 	}
 	newInformer := func(gvr schema.GroupVersionResource, indexers cache.Indexers) espw.SharedInformer {
 		return cfg.Edge.NewInformer(gvr, resyncPeriod, indexers, nil)
@@ -213,7 +208,6 @@ func NewController(cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	c.workload = newSources(c, resources)
-	c.upsync = newUpsyncSources(c)
 
 	handle := func(informer espw.SharedInformer, onChange func(old, obj *unstructured.Unstructured)) error {
 		_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -251,7 +245,7 @@ func discoverWorkloadResources(edge *espw.Endpoints) ([]resource, error) {
 	for _, url := range edge.URLs() {
 		var lists []*metav1.APIResourceList
 		err := wait.ExponentialBackoff(wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Steps: 6}, func() (bool, error) {
-			l, err := discoverVirtualWorkspace(edge.Config(url))
+			l, err := espw.DiscoverVirtualWorkspace(edge.Config(url))
 			if err != nil {
 				return false, nil
 			}
@@ -291,10 +285,6 @@ func (c *Controller) Start(ctx context.Context) error {
 		return ctx.Err()
 	}
 	logger.Info("caches synced; projecting", "workloadResources", len(c.workload.resources))
-	// The return path finds the mailboxes' virtual workspaces, and visits every object it made,
-	// so that those no destination up-syncs any more after a restart go.
-	c.upsync.start(ctx)
-	c.enqueueReturned("")
 	go c.view.start(ctx, c)
 	// Every mailbox that is ready is visited once, so that what was projected before a restart,
 	// and is no longer wanted, goes.
@@ -338,9 +328,6 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	case key.mailbox != "":
 		logger := logger.WithValues("mailbox", key.mailbox)
 		requeue, err = c.reconcileMailbox(klog.NewContext(ctx, logger), key.mailbox)
-	case key.upsync != upsyncKey{}:
-		logger := logger.WithValues("upsync", key.upsync.String())
-		err = c.reconcileUpsync(klog.NewContext(ctx, logger), key.upsync)
 	default:
 		logger := logger.WithValues("placement", key.placement.String())
 		requeue, err = c.writePlacementStatus(klog.NewContext(ctx, logger), key.placement)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/kcp-dev/logicalcluster/v3"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -112,4 +113,16 @@ func LabelValue(v string) string {
 	}
 	sum := sha256.Sum256([]byte(v))
 	return "h-" + hex.EncodeToString(sum[:16])
+}
+
+// IsKCPBuiltIn says whether kcp serves the resource in every workspace by itself, mailboxes
+// included; a mailbox needs an APIBinding to the workloads export to hold objects of any other
+// (non-custom) kind, and the up-synced objects of those are seen through that export's virtual
+// workspace.
+func IsKCPBuiltIn(gr schema.GroupResource) bool {
+	switch gr.Group {
+	case "", "rbac.authorization.k8s.io", "apiextensions.k8s.io":
+		return gr.Resource != "services" && gr.Resource != "persistentvolumeclaims"
+	}
+	return false
 }

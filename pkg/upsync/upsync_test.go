@@ -1,33 +1,34 @@
-package placementtranslator
+package upsync
 
 import (
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
 	kcpinformers "github.com/kcp-dev/apimachinery/v2/third_party/informers"
+	"github.com/kcp-dev/logicalcluster/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
-	"github.com/kcp-dev/edge-mc/pkg/mailbox"
-	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
 var (
 	configMapsGR = configMapsGVR.GroupResource()
-	cmKey        = upsyncKey{cluster: "ws1", gr: configMapsGR, namespace: "app", name: "report"}
+	cmKey        = Key{Cluster: "ws1", GR: configMapsGR, Namespace: "app", Name: "report"}
 	t0           = time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
 )
 
 // candidate is an up-synced object at a destination, created at the given offset from t0.
-func candidate(syncTarget string, created time.Duration, placements ...placementKey) upsyncCandidate {
+func candidate(syncTarget string, created time.Duration, placements ...PlacementKey) upsyncCandidate {
 	u := obj("v1", "ConfigMap", "mb-"+syncTarget, "app", "report", map[string]string{edgev1alpha1.LabelUpsynced: "true"})
 	u.SetCreationTimestamp(metav1.NewTime(t0.Add(created)))
 	annotate(u, edgev1alpha1.AnnotationUpsyncedFrom, syncTarget)
@@ -105,7 +106,7 @@ func TestChooseUpsyncSourceIsStable(t *testing.T) {
 }
 
 func TestUpsyncConflicts(t *testing.T) {
-	p1, p2 := placementKey{"ws1", "p1"}, placementKey{"ws1", "p2"}
+	p1, p2 := PlacementKey{"ws1", "p1"}, PlacementKey{"ws1", "p2"}
 	t.Run("one destination: none", func(t *testing.T) {
 		if got := upsyncConflicts(cmKey, []upsyncCandidate{candidate("a", 0, p1)}, nil, 0); got != nil {
 			t.Errorf("upsyncConflicts() = %v, want none", got)
@@ -146,7 +147,7 @@ func TestReturnedCopy(t *testing.T) {
 	up.Object["status"] = map[string]any{"phase": "done"}
 	dest := edgev1alpha1.SinglePlacement{Cluster: "inv", SyncTargetName: "a"}
 
-	got := returnedCopy(up, resource{gvr: configMapsGVR, namespaced: true}, dest)
+	got := returnedCopy(up, WorkloadResource{GVR: configMapsGVR}, dest)
 	if got.GetUID() != "" || got.GetResourceVersion() != "" || got.GetManagedFields() != nil {
 		t.Errorf("the copy keeps what the mailbox server set: %v", got.Object["metadata"])
 	}
@@ -168,7 +169,7 @@ func TestReturnedCopy(t *testing.T) {
 		t.Errorf("returnedCopy modified its input")
 	}
 
-	withStatus := returnedCopy(up, resource{gvr: configMapsGVR, namespaced: true, hasStatus: true}, dest)
+	withStatus := returnedCopy(up, WorkloadResource{GVR: configMapsGVR, HasStatus: true}, dest)
 	if withStatus.Object["status"] != nil {
 		t.Errorf("status in the object, but the resource has a status subresource")
 	}
@@ -177,22 +178,22 @@ func TestReturnedCopy(t *testing.T) {
 	same := up.DeepCopy()
 	same.SetResourceVersion("99")
 	annotate(same, edgev1alpha1.AnnotationUpsyncHash, "another")
-	if h := returnedCopy(same, resource{gvr: configMapsGVR}, dest).GetAnnotations()[edgev1alpha1.AnnotationUpsyncHash]; h != a[edgev1alpha1.AnnotationUpsyncHash] {
+	if h := returnedCopy(same, WorkloadResource{GVR: configMapsGVR}, dest).GetAnnotations()[edgev1alpha1.AnnotationUpsyncHash]; h != a[edgev1alpha1.AnnotationUpsyncHash] {
 		t.Errorf("hash changed with the resourceVersion or the syncer's hash")
 	}
 	changed := up.DeepCopy()
 	changed.Object["data"] = map[string]any{"k": "w"}
-	if h := returnedCopy(changed, resource{gvr: configMapsGVR}, dest).GetAnnotations()[edgev1alpha1.AnnotationUpsyncHash]; h == a[edgev1alpha1.AnnotationUpsyncHash] {
+	if h := returnedCopy(changed, WorkloadResource{GVR: configMapsGVR}, dest).GetAnnotations()[edgev1alpha1.AnnotationUpsyncHash]; h == a[edgev1alpha1.AnnotationUpsyncHash] {
 		t.Errorf("hash unchanged by a change of content")
 	}
-	other := returnedCopy(up, resource{gvr: configMapsGVR}, edgev1alpha1.SinglePlacement{Cluster: "inv", SyncTargetName: "b"})
+	other := returnedCopy(up, WorkloadResource{GVR: configMapsGVR}, edgev1alpha1.SinglePlacement{Cluster: "inv", SyncTargetName: "b"})
 	if other.GetAnnotations()[edgev1alpha1.AnnotationUpsyncHash] == a[edgev1alpha1.AnnotationUpsyncHash] {
 		t.Errorf("hash unchanged by a change of destination")
 	}
 }
 
-func TestUpsyncConditions(t *testing.T) {
-	pk := placementKey{"ws1", "p1"}
+func TestConditions(t *testing.T) {
+	pk := PlacementKey{"ws1", "p1"}
 	conflict := problem{pk, problemUpsyncConflict, "configmaps/app/x is up-synced from more than one destination (inv:a, inv:b); the one from inv:a is kept"}
 	write := problem{pk, problemUpsyncWrite, "creating the up-synced configmaps/app/y from inv:a: forbidden"}
 	tests := []struct {
@@ -216,7 +217,7 @@ func TestUpsyncConditions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			upsynced, conf := upsyncConditions(tt.ruleProblems, tt.known, tt.problems)
+			upsynced, conf := conditions(tt.ruleProblems, tt.known, tt.problems)
 			if upsynced.Type != edgev1alpha1.PlacementUpsynced || upsynced.Status != tt.wantUpsynced || upsynced.Reason != tt.wantReason || !strings.Contains(upsynced.Message, tt.wantMessage) {
 				t.Errorf("Upsynced = %s %s %q, want %s %s containing %q", upsynced.Status, upsynced.Reason, upsynced.Message, tt.wantUpsynced, tt.wantReason, tt.wantMessage)
 			}
@@ -231,10 +232,10 @@ func TestUpsyncConditions(t *testing.T) {
 	}
 }
 
-func TestUpsyncResults(t *testing.T) {
-	r := newUpsyncResults()
-	p1, p2 := placementKey{"ws1", "p1"}, placementKey{"ws1", "p2"}
-	k2 := upsyncKey{cluster: "ws1", gr: configMapsGR, namespace: "app", name: "other"}
+func TestResults(t *testing.T) {
+	r := newResults()
+	p1, p2 := PlacementKey{"ws1", "p1"}, PlacementKey{"ws1", "p2"}
+	k2 := Key{Cluster: "ws1", GR: configMapsGR, Namespace: "app", Name: "other"}
 	if got := r.set(cmKey, nil); got != nil {
 		t.Errorf("set(no problems) on nothing = %v, want nil", got)
 	}
@@ -250,7 +251,7 @@ func TestUpsyncResults(t *testing.T) {
 	if len(problems) != 2 || problems[0].message != "m1" || problems[1].message != "m2" || len(keys) != 2 {
 		t.Errorf("of(p1) = %v %v, want m1 and m2 for both keys", problems, keys)
 	}
-	if got := r.set(cmKey, []problem{{p1, problemUpsyncConflict, "m1"}}); !reflect.DeepEqual(sortedPlacementKeys(got), []placementKey{p1, p2}) {
+	if got := r.set(cmKey, []problem{{p1, problemUpsyncConflict, "m1"}}); !reflect.DeepEqual(sortedPlacementKeys(got), []PlacementKey{p1, p2}) {
 		t.Errorf("set(p2 no longer concerned) affected %v, want p1 and p2", got)
 	}
 	if problems, _ := r.of(p2); len(problems) != 0 {
@@ -263,10 +264,10 @@ func TestUpsyncResults(t *testing.T) {
 	}
 }
 
-func TestUpsyncRules(t *testing.T) {
+func TestRulesOf(t *testing.T) {
 	p := obj("edge.kcp.io/v1alpha1", "EdgePlacement", "ws1", "", "p", nil)
-	if got := upsyncRules(p); got != nil {
-		t.Errorf("upsyncRules(no spec) = %v, want nil", got)
+	if got := rulesOf(p); got != nil {
+		t.Errorf("rulesOf(no spec) = %v, want nil", got)
 	}
 	p.Object["spec"] = map[string]any{"upsync": []any{
 		map[string]any{"apiGroup": "apps", "resources": []any{"deployments"}, "namespaces": []any{"app"}, "names": []any{"web"}},
@@ -276,46 +277,9 @@ func TestUpsyncRules(t *testing.T) {
 		{APIGroup: "apps", Resources: []string{"deployments"}, Namespaces: []string{"app"}, Names: []string{"web"}},
 		{Resources: []string{"*"}},
 	}
-	if got := upsyncRules(p); !reflect.DeepEqual(got, want) {
-		t.Errorf("upsyncRules() = %+v, want %+v", got, want)
+	if got := rulesOf(p); !reflect.DeepEqual(got, want) {
+		t.Errorf("rulesOf() = %+v, want %+v", got, want)
 	}
-}
-
-func TestUpsyncNeedsWorkloads(t *testing.T) {
-	resources := []resource{{gvr: configMapsGVR}, {gvr: deploymentsGVR}, {gvr: schema.GroupVersionResource{Version: "v1", Resource: "services"}},
-		{gvr: schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}, custom: true}}
-	tests := []struct {
-		name  string
-		rules []edgev1alpha1.UpsyncSet
-		want  bool
-	}{
-		{"none", nil, false},
-		{"configmaps", []edgev1alpha1.UpsyncSet{{Resources: []string{"configmaps"}}}, false},
-		{"services, of the workloads export", []edgev1alpha1.UpsyncSet{{Resources: []string{"services"}}}, true},
-		{"all of the core group", []edgev1alpha1.UpsyncSet{{Resources: []string{"*"}}}, true},
-		{"apps", []edgev1alpha1.UpsyncSet{{APIGroup: "apps", Resources: []string{"*"}}}, true},
-		{"a custom kind", []edgev1alpha1.UpsyncSet{{APIGroup: "example.com", Resources: []string{"*"}}}, false},
-	}
-	for _, tt := range tests {
-		if got := upsyncNeedsWorkloads(tt.rules, resources); got != tt.want {
-			t.Errorf("%s: upsyncNeedsWorkloads() = %v, want %v", tt.name, got, tt.want)
-		}
-	}
-}
-
-// upsyncWorld is a test world whose mailbox export's virtual workspace is known, with a running
-// (hand-filled) informer on up-synced ConfigMaps, and SyncTargets with mailboxes.
-func newUpsyncWorld(t *testing.T) (*testWorld, cache.SharedIndexInformer) {
-	t.Helper()
-	w := newTestWorld(t)
-	c := w.c
-	c.syncTargets = newTestInformer(cache.Indexers{syncTargetsByMailbox: syncTargetMailbox, syncTargetsByMailboxCluster: syncTargetMailboxCluster})
-	c.upsync = newUpsyncSources(c)
-	c.upsync.clients[edgev1alpha1.MailboxAPIExportName] = nil // known below, without a client
-	inf := newSyncedTestInformer(t, cache.Indexers{byIdentity: identityIndex})
-	c.upsync.returnable[configMapsGR] = configMapsGVR
-	c.upsync.watches[configMapsGR] = &upsyncWatch{informer: inf, stop: func() {}}
-	return w, inf
 }
 
 // newSyncedTestInformer is an informer that has synced on an empty list; tests fill its indexer.
@@ -342,77 +306,13 @@ type listOnly struct{ *cache.ListWatch }
 
 func (listOnly) IsWatchListSemanticsUnSupported() bool { return true }
 
-func TestUpsyncCandidates(t *testing.T) {
-	w, inf := newUpsyncWorld(t)
-	c := w.c
-	// The test mailbox (SyncTarget st1 of inv, UID u1) has the logical cluster mbc1.
-	st := obj("edge.kcp.io/v1alpha1", "SyncTarget", testInventory, "", "st1", nil)
-	st.SetUID("u1")
-	st.Object["status"] = map[string]any{"mailboxCluster": "mbc1"}
-	w.add(t, c.syncTargets, st)
-	if got := mailbox.WorkspaceName("inv", "u1"); got != testMailbox {
-		t.Fatalf("test mailbox name %s, want %s", got, testMailbox)
-	}
-	w.placement(t, "ws1", "p1", nil)
-	w.placement(t, "ws2", "other", nil)
-	setUpsync := func(cluster, name string, rules ...any) {
-		item, _, _ := c.placements.GetIndexer().GetByKey(kcpcache.ToClusterAwareKey(cluster, "", name))
-		p := asUnstructured(item).DeepCopy()
-		p.Object["spec"] = map[string]any{"upsync": rules}
-		w.add(t, c.placements, p)
-	}
-	upsynced := func(cluster, ns, name string) {
-		u := obj("v1", "ConfigMap", cluster, ns, name, map[string]string{edgev1alpha1.LabelUpsynced: "true"})
-		annotate(u, edgev1alpha1.AnnotationUpsyncedFrom, "st1")
-		w.add(t, inf, u)
-	}
-	upsynced("mbc1", "app", "report")
-	upsynced("mbc-unknown", "app", "report") // a mailbox of no known SyncTarget
-	// A namespace the syncer made in the mailbox bears the label but not the annotation.
-	w.add(t, inf, obj("v1", "ConfigMap", "mbc1", "app", "unmarked", map[string]string{edgev1alpha1.LabelUpsynced: "true"}))
-
-	cands, known := c.upsyncCandidates(cmKey)
-	if !known || len(cands) != 0 {
-		t.Errorf("no rule covers configmaps: candidates %v known %v, want none, known", cands, known)
-	}
-	setUpsync("ws1", "p1", map[string]any{"resources": []any{"configmaps"}, "namespaces": []any{"other"}})
-	if cands, known := c.upsyncCandidates(cmKey); !known || len(cands) != 0 {
-		t.Errorf("the rule covers another namespace: candidates %v, want none", cands)
-	}
-	setUpsync("ws1", "p1", map[string]any{"resources": []any{"configmaps"}, "namespaces": []any{"app"}})
-	cands, known = c.upsyncCandidates(cmKey)
-	if !known || len(cands) != 1 || cands[0].dest.SyncTargetName != "st1" || !reflect.DeepEqual(cands[0].placements, []placementKey{{"ws1", "p1"}}) {
-		t.Errorf("candidates = %+v known %v, want the object of st1's mailbox, for p1", cands, known)
-	}
-	// Another workspace's placement with the same destination covers nothing of ws1.
-	setUpsync("ws2", "other", map[string]any{"resources": []any{"*"}})
-	if cands, _ := c.upsyncCandidates(cmKey); len(cands) != 1 || len(cands[0].placements) != 1 {
-		t.Errorf("candidates = %+v, want p1's only", cands)
-	}
-	if cands, _ := c.upsyncCandidates(upsyncKey{cluster: "ws1", gr: configMapsGR, namespace: "app", name: "unmarked"}); len(cands) != 0 {
-		t.Errorf("an object without its origin counted as up-synced: %+v", cands)
-	}
-
-	// Not known while the informer of a covered resource has not synced, or its virtual
-	// workspace is not known yet.
-	delete(c.upsync.watches, configMapsGR)
-	if _, known := c.upsyncCandidates(cmKey); known {
-		t.Errorf("known without an informer on configmaps")
-	}
-	delete(c.upsync.clients, edgev1alpha1.MailboxAPIExportName)
-	if _, known := c.upsyncCandidates(cmKey); known {
-		t.Errorf("known without the mailbox export's virtual workspace")
-	}
-}
-
 func TestUpsyncSourcesCoverage(t *testing.T) {
-	c := &Controller{}
-	c.workload = &sources{resources: []resource{{gvr: configMapsGVR}, {gvr: namespacesGVR}, {gvr: deploymentsGVR}}}
-	s := newUpsyncSources(c)
+	c := &Controller{caches: Caches{WorkloadResources: []WorkloadResource{{GVR: configMapsGVR}, {GVR: namespacesGVR}, {GVR: deploymentsGVR}}}}
+	s := newSources(c)
 	leases := schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
 	s.returnable[configMapsGR] = configMapsGVR
 	s.returnable[deploymentsGVR.GroupResource()] = deploymentsGVR
-	p1, p2 := placementKey{"ws1", "p1"}, placementKey{"ws1", "p2"}
+	p1, p2 := PlacementKey{"ws1", "p1"}, PlacementKey{"ws1", "p2"}
 	if !s.setRules(p1, []edgev1alpha1.UpsyncSet{{Resources: []string{"configmaps"}}}) {
 		t.Errorf("setRules(new) = false")
 	}
@@ -448,41 +348,136 @@ func TestUpsyncSourcesCoverage(t *testing.T) {
 	}
 }
 
-func TestComputeDesiredSkipsUpsyncedObjects(t *testing.T) {
-	w := newTestWorld(t)
-	w.placement(t, "ws1", "p1", []any{map[string]any{"namespaces": []any{"app"}}})
-	w.workload(t, namespacesGVR, obj("v1", "Namespace", "ws1", "", "app", nil))
-	w.workload(t, configMapsGVR, obj("v1", "ConfigMap", "ws1", "app", "cfg", nil))
-	w.workload(t, configMapsGVR, obj("v1", "ConfigMap", "ws1", "app", "report", map[string]string{edgev1alpha1.LabelUpsynced: "true", edgev1alpha1.LabelReturned: "true"}))
-	d, ok := w.c.computeDesired(testMailbox, nil)
-	if !ok {
-		t.Fatal("computeDesired() not ok")
+
+var (
+	deploymentsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	configMapsGVR  = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+)
+
+func obj(apiVersion, kind, cluster, namespace, name string, labels map[string]string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+	u.SetNamespace(namespace)
+	u.SetName(name)
+	u.SetLabels(labels)
+	u.SetUID(types.UID("uid-" + cluster + "-" + name))
+	u.SetResourceVersion("7")
+	u.SetAnnotations(map[string]string{"kcp.io/cluster": cluster})
+	return u
+}
+
+func sortedPlacementKeys(pks []PlacementKey) []PlacementKey {
+	out := append([]PlacementKey(nil), pks...)
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}
+
+func add(t *testing.T, inf cache.SharedIndexInformer, u *unstructured.Unstructured) {
+	t.Helper()
+	if err := inf.GetIndexer().Add(u); err != nil {
+		t.Fatal(err)
 	}
-	if _, found := d.copies[ck(configMapsGVR, "app", "report")]; found {
-		t.Errorf("an up-synced object was selected for down-sync")
+}
+
+// newTestController is a controller whose caches hold placements (added by the test) that all
+// have one destination, inv:st1, whose mailbox has the logical cluster mbc1; the mailbox export's
+// virtual workspace is known, with a running (hand-filled) informer on up-synced ConfigMaps.
+func newTestController(t *testing.T) (*Controller, cache.SharedIndexInformer) {
+	t.Helper()
+	placements := kcpinformers.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0,
+		cache.Indexers{kcpcache.ClusterIndexName: kcpcache.ClusterIndexFunc})
+	st1 := edgev1alpha1.SinglePlacement{Cluster: "inv", LocationName: "loc", SyncTargetName: "st1", SyncTargetUID: "u1"}
+	c := &Controller{
+		caches: Caches{
+			Placements:        placements,
+			WorkloadResources: []WorkloadResource{{GVR: namespacesGVR}, {GVR: configMapsGVR}},
+			PlacementsAt: func(mb logicalcluster.Name) map[PlacementKey]edgev1alpha1.SinglePlacement {
+				if mb != "mbc1" {
+					return nil
+				}
+				out := map[PlacementKey]edgev1alpha1.SinglePlacement{}
+				for _, item := range placements.GetStore().List() {
+					u := asUnstructured(item)
+					out[PlacementKey{logicalcluster.From(u).String(), u.GetName()}] = st1
+				}
+				return out
+			},
+		},
+		results: newResults(),
 	}
-	if _, found := d.copies[ck(configMapsGVR, "app", "cfg")]; !found {
-		t.Errorf("the workspace's own object was not selected")
+	c.sources = newSources(c)
+	c.sources.clients[edgev1alpha1.MailboxAPIExportName] = nil // known below, without a client
+	inf := newSyncedTestInformer(t, cache.Indexers{byIdentity: identityIndex})
+	c.sources.returnable[configMapsGR] = configMapsGVR
+	c.sources.watches[configMapsGR] = &upsyncedWatch{informer: inf, stop: func() {}}
+	return c, inf
+}
+
+func TestUpsyncCandidates(t *testing.T) {
+	c, inf := newTestController(t)
+	placements := c.caches.Placements.(cache.SharedIndexInformer)
+	setUpsync := func(cluster, name string, rules ...any) {
+		p := obj("edge.kcp.io/v1alpha1", "EdgePlacement", cluster, "", name, nil)
+		p.Object["spec"] = map[string]any{"upsync": rules}
+		add(t, placements, p)
+	}
+	setUpsync("ws1", "p1")
+	setUpsync("ws2", "other")
+	upsynced := func(cluster, ns, name string) {
+		u := obj("v1", "ConfigMap", cluster, ns, name, map[string]string{edgev1alpha1.LabelUpsynced: "true"})
+		annotate(u, edgev1alpha1.AnnotationUpsyncedFrom, "st1")
+		add(t, inf, u)
+	}
+	upsynced("mbc1", "app", "report")
+	upsynced("mbc-unknown", "app", "report") // a mailbox of no known SyncTarget
+	// A namespace the syncer made in the mailbox bears the label but not the annotation.
+	add(t, inf, obj("v1", "ConfigMap", "mbc1", "app", "unmarked", map[string]string{edgev1alpha1.LabelUpsynced: "true"}))
+
+	cands, known := c.upsyncCandidates(cmKey)
+	if !known || len(cands) != 0 {
+		t.Errorf("no rule covers configmaps: candidates %v known %v, want none, known", cands, known)
+	}
+	setUpsync("ws1", "p1", map[string]any{"resources": []any{"configmaps"}, "namespaces": []any{"other"}})
+	if cands, known := c.upsyncCandidates(cmKey); !known || len(cands) != 0 {
+		t.Errorf("the rule covers another namespace: candidates %v, want none", cands)
+	}
+	setUpsync("ws1", "p1", map[string]any{"resources": []any{"configmaps"}, "namespaces": []any{"app"}})
+	cands, known = c.upsyncCandidates(cmKey)
+	if !known || len(cands) != 1 || cands[0].dest.SyncTargetName != "st1" || !reflect.DeepEqual(cands[0].placements, []PlacementKey{{"ws1", "p1"}}) {
+		t.Errorf("candidates = %+v known %v, want the object of st1's mailbox, for p1", cands, known)
+	}
+	// Another workspace's placement with the same destination covers nothing of ws1.
+	setUpsync("ws2", "other", map[string]any{"resources": []any{"*"}})
+	if cands, _ := c.upsyncCandidates(cmKey); len(cands) != 1 || len(cands[0].placements) != 1 {
+		t.Errorf("candidates = %+v, want p1's only", cands)
+	}
+	if cands, _ := c.upsyncCandidates(Key{Cluster: "ws1", GR: configMapsGR, Namespace: "app", Name: "unmarked"}); len(cands) != 0 {
+		t.Errorf("an object without its origin counted as up-synced: %+v", cands)
+	}
+
+	// Not known while the informer of a covered resource has not synced, or its virtual
+	// workspace is not known yet.
+	delete(c.sources.watches, configMapsGR)
+	if _, known := c.upsyncCandidates(cmKey); known {
+		t.Errorf("known without an informer on configmaps")
+	}
+	delete(c.sources.clients, edgev1alpha1.MailboxAPIExportName)
+	if _, known := c.upsyncCandidates(cmKey); known {
+		t.Errorf("known without the mailbox export's virtual workspace")
 	}
 }
 
 // TestUpsyncStaysWithinTheWorkspace: an up-synced object comes back to a workspace only from a
 // namespace it delivers to that destination, or one that only the edge has; not from a namespace
-// that another workspace delivers there (another tenant's), nor from the edge's own.
+// that another workspace delivers there (another tenant's, as the translator's caches tell), nor
+// from the edge's own.
 func TestUpsyncStaysWithinTheWorkspace(t *testing.T) {
-	w := newTestWorld(t)
-	c := w.c
-	c.view.assemblages = newTestInformer(cache.Indexers{})
-	assemblage := func(ws, name string, objects ...string) {
-		a := obj("edge.kcp.io/v1alpha1", "Assemblage", "mbc1", "", name, map[string]string{transport.LabelPlacementCluster: ws})
-		a.Object["spec"] = map[string]any{"objects": toAny(objects)}
-		w.add(t, c.view.assemblages, a)
-	}
-	assemblage("ws1", "a1", "namespaces/mine", "configmaps/mine/settings")
-	assemblage("ws2", "a2", "namespaces/theirs", "configmaps/theirs/settings", "namespaces/shared")
-	assemblage("ws1", "a3", "namespaces/shared")
-	p1 := placementKey{"ws1", "p1"}
-	cand := upsyncCandidate{obj: withCluster(obj("v1", "ConfigMap", "", "x", "r", nil), "mbc1"), placements: []placementKey{p1},
+	c := &Controller{caches: Caches{DeliveredByOthersOnly: func(mb logicalcluster.Name, cluster, namespace string) bool {
+		return mb == "mbc1" && cluster == "ws1" && namespace == "theirs"
+	}}}
+	p1 := PlacementKey{"ws1", "p1"}
+	cand := upsyncCandidate{obj: obj("v1", "ConfigMap", "mbc1", "x", "r", nil), placements: []PlacementKey{p1},
 		dest: edgev1alpha1.SinglePlacement{Cluster: "inv", SyncTargetName: "st1"}}
 	for _, tc := range []struct {
 		namespace string
@@ -490,14 +485,12 @@ func TestUpsyncStaysWithinTheWorkspace(t *testing.T) {
 		why       string
 	}{
 		{"mine", true, ""},
-		{"shared", true, ""},
-		{"edge-only", true, ""},
 		{"", true, ""}, // cluster-scoped
 		{"theirs", false, "another workspace delivers that namespace there"},
 		{"kube-system", false, "a namespace of the edge cluster itself"},
 		{"edge-syncer", false, "a namespace of the edge cluster itself"},
 	} {
-		key := upsyncKey{cluster: "ws1", gr: configMapsGR, namespace: tc.namespace, name: "r"}
+		key := Key{Cluster: "ws1", GR: configMapsGR, Namespace: tc.namespace, Name: "r"}
 		kept, refused := c.withoutOthersNamespaces(key, []upsyncCandidate{cand})
 		if tc.kept {
 			if len(kept) != 1 || len(refused) != 0 {
@@ -509,12 +502,4 @@ func TestUpsyncStaysWithinTheWorkspace(t *testing.T) {
 			t.Errorf("namespace %q: kept %d, refused %+v; want it refused to p1, saying %q and naming the destination", tc.namespace, len(kept), refused, tc.why)
 		}
 	}
-}
-
-func toAny(s []string) []any {
-	out := make([]any, len(s))
-	for i, v := range s {
-		out[i] = v
-	}
-	return out
 }

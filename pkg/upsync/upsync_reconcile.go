@@ -1,23 +1,21 @@
-package placementtranslator
+package upsync
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"reflect"
-	"slices"
 	"sort"
 	"strings"
 
-	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
 	"github.com/kcp-dev/logicalcluster/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
-	"github.com/kcp-dev/edge-mc/pkg/mailbox"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
@@ -40,7 +38,7 @@ var errCacheBehind = errors.New("the cache is behind the server")
 type upsyncCandidate struct {
 	dest       edgev1alpha1.SinglePlacement
 	obj        *unstructured.Unstructured
-	placements []placementKey
+	placements []PlacementKey
 }
 
 // destination names the candidate's destination as placement messages do.
@@ -48,16 +46,16 @@ func (cand upsyncCandidate) destination() string {
 	return cand.dest.Cluster + ":" + cand.dest.SyncTargetName
 }
 
-// reconcileUpsync makes the workload workspace's copy of an up-synced object what the
+// reconcile makes the workload workspace's copy of an up-synced object what the
 // destinations' mailboxes hold.
-func (c *Controller) reconcileUpsync(ctx context.Context, key upsyncKey) error {
+func (c *Controller) reconcile(ctx context.Context, key Key) error {
 	logger := klog.FromContext(ctx)
-	wl, ok := c.workload.resourceOf(key.gr)
+	wl, ok := c.workloadResource(key.GR)
 	if !ok {
-		c.reportUpsync(key, nil)
+		c.report(key, nil)
 		return nil
 	}
-	existing, known := c.workload.get(wl.gvr, key)
+	existing, known := c.caches.WorkloadObject(wl.GVR, key.Cluster, key.Namespace, key.Name)
 	if !known {
 		return errNotKnownYet
 	}
@@ -67,7 +65,7 @@ func (c *Controller) reconcileUpsync(ctx context.Context, key upsyncKey) error {
 	}
 	cands, refused := c.withoutOthersNamespaces(key, cands)
 	if noConsent, ok := c.withoutConsent(key, cands); !ok {
-		c.reportUpsync(key, append(refused, noConsent...))
+		c.report(key, append(refused, noConsent...))
 		return nil
 	}
 	winner := chooseUpsyncSource(cands, existing)
@@ -87,45 +85,40 @@ func (c *Controller) reconcileUpsync(ctx context.Context, key upsyncKey) error {
 			logger.V(2).Info("deleted an up-synced object that no destination up-syncs any more", "object", key.String())
 		}
 	}
-	c.reportUpsync(key, problems)
+	c.report(key, problems)
 	return err
 }
 
 // upsyncCandidates gathers the up-synced objects of the key's identity in the mailboxes of the
 // destinations of the workspace's placements that cover it. known is false while the up-synced
 // objects of the resource are not all known.
-func (c *Controller) upsyncCandidates(key upsyncKey) (cands []upsyncCandidate, known bool) {
-	placements, _ := c.placements.GetIndexer().ByIndex(kcpcache.ClusterIndexName, kcpcache.ClusterIndexKey(logicalcluster.Name(key.cluster)))
+func (c *Controller) upsyncCandidates(key Key) (cands []upsyncCandidate, known bool) {
 	covers := false
-	for _, p := range placements {
-		rules := upsyncRules(asUnstructured(p))
+	for _, p := range c.placementsIn(logicalcluster.Name(key.Cluster)) {
+		rules := rulesOf(p)
 		for i := range rules {
-			covers = covers || rules[i].MatchesResource(key.gr.Group, key.gr.Resource)
+			covers = covers || rules[i].MatchesResource(key.GR.Group, key.GR.Resource)
 		}
 	}
 	if !covers {
 		return nil, true
 	}
-	inf, ready := c.upsync.watch(key.gr)
+	inf, ready := c.sources.watch(key.GR)
 	if !ready {
 		return nil, false
 	}
 	if inf == nil {
 		return nil, true
 	}
-	items, _ := inf.GetIndexer().ByIndex(byIdentity, key.namespace+"/"+key.name)
+	items, _ := inf.GetIndexer().ByIndex(byIdentity, key.Namespace+"/"+key.Name)
 	for _, item := range items {
 		u := asUnstructured(item)
 		if !isUpsyncedInMailbox(u) || u.GetDeletionTimestamp() != nil {
 			continue
 		}
-		st := c.syncTargetOfMailboxCluster(logicalcluster.From(u))
-		if st == nil {
-			continue
-		}
 		cand := upsyncCandidate{obj: u}
-		for pk, dest := range c.destinationsOf(mailbox.WorkspaceName(logicalcluster.From(st), st.GetUID())) {
-			if pk.cluster == key.cluster && edgev1alpha1.UpsyncCovers(c.placementRules(pk), key.gr.Group, key.gr.Resource, key.namespace, key.name) {
+		for pk, dest := range c.caches.PlacementsAt(logicalcluster.From(u)) {
+			if pk.Cluster == key.Cluster && edgev1alpha1.UpsyncCovers(c.rules(pk), key.GR.Group, key.GR.Resource, key.Namespace, key.Name) {
 				cand.dest = dest
 				cand.placements = append(cand.placements, pk)
 			}
@@ -149,16 +142,16 @@ var edgeOwnNamespaces = map[string]bool{"kube-system": true, "kube-public": true
 // upsync rule can name any namespace, so without this an author would read what other tenants'
 // workloads, or the edge itself, made there. Each is reported to the placements that asked.
 // Namespaces that only the edge has (made there by the workload) still come back.
-func (c *Controller) withoutOthersNamespaces(key upsyncKey, cands []upsyncCandidate) (kept []upsyncCandidate, refused []problem) {
-	if key.namespace == "" {
+func (c *Controller) withoutOthersNamespaces(key Key, cands []upsyncCandidate) (kept []upsyncCandidate, refused []problem) {
+	if key.Namespace == "" {
 		return cands, nil
 	}
 	for _, cand := range cands {
 		why := ""
 		switch {
-		case edgeOwnNamespaces[key.namespace]:
+		case edgeOwnNamespaces[key.Namespace]:
 			why = "it is a namespace of the edge cluster itself"
-		case c.deliveredByOthersOnly(logicalcluster.From(cand.obj), key.cluster, key.namespace):
+		case c.caches.DeliveredByOthersOnly(logicalcluster.From(cand.obj), key.Cluster, key.Namespace):
 			why = "another workspace delivers that namespace there, and this one does not"
 		}
 		if why == "" {
@@ -166,33 +159,12 @@ func (c *Controller) withoutOthersNamespaces(key upsyncKey, cands []upsyncCandid
 			continue
 		}
 		msg := fmt.Sprintf("%s is not returned from %s: %s; up-sync brings back objects of the namespaces this workspace delivers to a destination, or that only the edge has",
-			key.copyKey().String(), cand.destination(), why)
+			key.id(), cand.destination(), why)
 		for _, pk := range cand.placements {
 			refused = append(refused, problem{pk, problemUpsyncConflict, msg})
 		}
 	}
 	return kept, refused
-}
-
-// deliveredByOthersOnly says whether, in the mailbox with the given logical cluster, an
-// assemblage of a workspace other than cluster carries the namespace, and none of cluster's does.
-func (c *Controller) deliveredByOthersOnly(mailbox logicalcluster.Name, cluster, namespace string) bool {
-	if c.view.assemblages == nil {
-		return false
-	}
-	own, others := false, false
-	for _, u := range inMailbox(c.view.assemblages, mailbox) {
-		objects, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "objects")
-		if !slices.Contains(objects, "namespaces/"+namespace) {
-			continue
-		}
-		if u.GetLabels()[transport.LabelPlacementCluster] == cluster {
-			own = true
-		} else {
-			others = true
-		}
-	}
-	return others && !own
 }
 
 // chooseUpsyncSource picks the candidate that the workspace's copy comes from, or -1 for none.
@@ -224,20 +196,20 @@ func chooseUpsyncSource(cands []upsyncCandidate, existing *unstructured.Unstruct
 
 // upsyncConflicts reports, to every placement that covers the identity at one of the
 // candidates' destinations, an object of the workspace's own there, or more than one candidate.
-func upsyncConflicts(key upsyncKey, cands []upsyncCandidate, existing *unstructured.Unstructured, winner int) []problem {
+func upsyncConflicts(key Key, cands []upsyncCandidate, existing *unstructured.Unstructured, winner int) []problem {
 	own := existing != nil && !isReturned(existing)
 	if len(cands) == 0 || (len(cands) == 1 && !own) {
 		return nil
 	}
 	var from []string
-	placements := map[placementKey]bool{}
+	placements := map[PlacementKey]bool{}
 	for _, cand := range cands {
 		from = append(from, cand.destination())
 		for _, pk := range cand.placements {
 			placements[pk] = true
 		}
 	}
-	id := key.copyKey().String()
+	id := key.id()
 	var msg string
 	if own {
 		msg = fmt.Sprintf("%s is up-synced from %s, but the workspace has an object of its own there, which up-sync never overwrites", id, strings.Join(from, ", "))
@@ -256,10 +228,10 @@ func upsyncConflicts(key upsyncKey, cands []upsyncCandidate, existing *unstructu
 // set, labelled as up-synced and returned, annotated with the destination it came from and the
 // hash of the rest. Its status goes along in the object when the resource has no status
 // subresource.
-func returnedCopy(upsynced *unstructured.Unstructured, wl resource, dest edgev1alpha1.SinglePlacement) *unstructured.Unstructured {
+func returnedCopy(upsynced *unstructured.Unstructured, wl WorkloadResource, dest edgev1alpha1.SinglePlacement) *unstructured.Unstructured {
 	out := transport.Sanitize(upsynced)
-	out.SetAPIVersion(wl.gvr.GroupVersion().String())
-	if status, ok := upsynced.Object["status"]; ok && !wl.hasStatus {
+	out.SetAPIVersion(wl.GVR.GroupVersion().String())
+	if status, ok := upsynced.Object["status"]; ok && !wl.HasStatus {
 		out.Object["status"] = status
 	}
 	labels := out.GetLabels()
@@ -286,15 +258,15 @@ func returnedCopy(upsynced *unstructured.Unstructured, wl resource, dest edgev1a
 // status, where they differ. It creates rather than applies, and updates with the cached
 // resourceVersion, so that it never takes over an object that the workspace's author made
 // meanwhile.
-func (c *Controller) writeReturned(ctx context.Context, key upsyncKey, wl resource, cand upsyncCandidate, existing *unstructured.Unstructured) error {
+func (c *Controller) writeReturned(ctx context.Context, key Key, wl WorkloadResource, cand upsyncCandidate, existing *unstructured.Unstructured) error {
 	logger := klog.FromContext(ctx)
 	desired := returnedCopy(cand.obj, wl, cand.dest)
-	client := c.edgeVW.Cluster(logicalcluster.NewPath(key.cluster)).Resource(wl.gvr).Namespace(key.namespace)
+	client := c.cfg.Edge.Cluster(logicalcluster.NewPath(key.Cluster)).Resource(wl.GVR).Namespace(key.Namespace)
 	var err error
 	switch {
 	case existing == nil:
-		if key.namespace != "" {
-			if err := c.ensureWorkspaceNamespace(ctx, key.cluster, key.namespace); err != nil {
+		if key.Namespace != "" {
+			if err := c.ensureWorkspaceNamespace(ctx, key.Cluster, key.Namespace); err != nil {
 				return err
 			}
 		}
@@ -303,7 +275,7 @@ func (c *Controller) writeReturned(ctx context.Context, key upsyncKey, wl resour
 			return errCacheBehind
 		}
 		if err != nil {
-			return fmt.Errorf("creating the up-synced %s from %s: %w", key.copyKey(), cand.destination(), err)
+			return fmt.Errorf("creating the up-synced %s from %s: %w", key.id(), cand.destination(), err)
 		}
 		logger.V(2).Info("brought an up-synced object back into its workload workspace", "object", key.String(), "from", cand.destination())
 	case existing.GetAnnotations()[edgev1alpha1.AnnotationUpsyncHash] != desired.GetAnnotations()[edgev1alpha1.AnnotationUpsyncHash]:
@@ -313,13 +285,13 @@ func (c *Controller) writeReturned(ctx context.Context, key upsyncKey, wl resour
 			return errCacheBehind
 		}
 		if err != nil {
-			return fmt.Errorf("updating the up-synced %s from %s: %w", key.copyKey(), cand.destination(), err)
+			return fmt.Errorf("updating the up-synced %s from %s: %w", key.id(), cand.destination(), err)
 		}
 		logger.V(3).Info("updated an up-synced object in its workload workspace", "object", key.String(), "from", cand.destination())
 	}
 	status, _, _ := unstructured.NestedMap(cand.obj.Object, "status")
 	have, _, _ := unstructured.NestedMap(existing.Object, "status")
-	if !wl.hasStatus || len(status) == 0 || reflect.DeepEqual(status, have) {
+	if !wl.HasStatus || len(status) == 0 || reflect.DeepEqual(status, have) {
 		return nil
 	}
 	withStatus := existing.DeepCopy()
@@ -329,17 +301,17 @@ func (c *Controller) writeReturned(ctx context.Context, key upsyncKey, wl resour
 		return errCacheBehind
 	}
 	if err != nil {
-		return fmt.Errorf("writing the status of the up-synced %s from %s: %w", key.copyKey(), cand.destination(), err)
+		return fmt.Errorf("writing the status of the up-synced %s from %s: %w", key.id(), cand.destination(), err)
 	}
 	return nil
 }
 
 // deleteReturned deletes the workspace's copy, made by the return path, that no destination
 // up-syncs any more.
-func (c *Controller) deleteReturned(ctx context.Context, key upsyncKey, wl resource, existing *unstructured.Unstructured) error {
+func (c *Controller) deleteReturned(ctx context.Context, key Key, wl WorkloadResource, existing *unstructured.Unstructured) error {
 	uid := existing.GetUID()
-	err := c.edgeVW.Cluster(logicalcluster.NewPath(key.cluster)).Resource(wl.gvr).Namespace(key.namespace).
-		Delete(ctx, key.name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	err := c.cfg.Edge.Cluster(logicalcluster.NewPath(key.Cluster)).Resource(wl.GVR).Namespace(key.Namespace).
+		Delete(ctx, key.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("deleting the up-synced %s: %w", key, err)
 	}
@@ -349,23 +321,44 @@ func (c *Controller) deleteReturned(ctx context.Context, key upsyncKey, wl resou
 // ensureWorkspaceNamespace creates a namespace for up-synced objects in a workload workspace,
 // labelled as made for them, if it has none of that name.
 func (c *Controller) ensureWorkspaceNamespace(ctx context.Context, cluster, name string) error {
-	if c.workload.namespaceLabels(logicalcluster.Name(cluster), name) != nil {
+	if c.caches.NamespaceLabels(logicalcluster.Name(cluster), name) != nil {
 		return nil
 	}
 	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace"}}
 	ns.SetName(name)
 	ns.SetLabels(map[string]string{edgev1alpha1.LabelUpsyncNamespace: "true"})
-	_, err := c.edgeVW.Cluster(logicalcluster.NewPath(cluster)).Resource(namespacesGVR).Create(ctx, ns, metav1.CreateOptions{FieldManager: FieldManager})
+	_, err := c.cfg.Edge.Cluster(logicalcluster.NewPath(cluster)).Resource(namespacesGVR).Create(ctx, ns, metav1.CreateOptions{FieldManager: FieldManager})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating namespace %s for up-synced objects: %w", name, err)
 	}
 	return nil
 }
 
-// reportUpsync records the problems of an identity, and queues the status of the placements
-// whose problems changed.
-func (c *Controller) reportUpsync(key upsyncKey, problems []problem) {
-	for _, pk := range c.upsyncResults.set(key, problems) {
-		c.queue.Add(queueKey{placement: pk})
+// withoutConsent refuses the candidates of an up-synced object of a kind the workspace's owner
+// does not consent to edge-mc writing there: kcp would refuse the write, and the author is told
+// why on the placements that asked.
+func (c *Controller) withoutConsent(key Key, cands []upsyncCandidate) (refused []problem, ok bool) {
+	why, no := c.caches.NotConsented(key.Cluster)[key.GR]
+	if !no {
+		return nil, true
 	}
+	msg := fmt.Sprintf("%s is not returned: the workspace's APIBinding %s does not accept the permission claim on %s (claim %s), by which edge-mc writes it there; accept the claim (kubectl edge ensure wmw <this workspace> accepts them all) to have it back",
+		key.id(), edgev1alpha1.EdgeAPIExportName, key.GR, why)
+	for _, cand := range cands {
+		for _, pk := range cand.placements {
+			refused = append(refused, problem{pk, problemUpsyncConflict, msg})
+		}
+	}
+	return refused, false
+}
+
+// workloadResource returns the workload resource, served through edge.kcp.io's virtual
+// workspace, of a group and resource.
+func (c *Controller) workloadResource(gr schema.GroupResource) (WorkloadResource, bool) {
+	for _, r := range c.caches.WorkloadResources {
+		if r.GVR.GroupResource() == gr {
+			return r, true
+		}
+	}
+	return WorkloadResource{}, false
 }

@@ -1,9 +1,10 @@
-package placementtranslator
+package upsync
 
 import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,13 +15,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 	"github.com/kcp-dev/edge-mc/pkg/espw"
+	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
 // Up-synced objects are watched across all mailboxes at once, one informer per resource, through
@@ -48,22 +48,40 @@ var neverReturned = map[schema.GroupResource]bool{
 	crdsGVR.GroupResource():       true,
 }
 
+// servedResources lists, by group and resource, the resources of a discovery that can be listed
+// and watched, but no subresources.
+func servedResources(lists []*metav1.APIResourceList) map[schema.GroupResource]schema.GroupVersionResource {
+	out := map[schema.GroupResource]schema.GroupVersionResource{}
+	for _, l := range lists {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil {
+			continue
+		}
+		for _, r := range l.APIResources {
+			if !strings.Contains(r.Name, "/") && slices.Contains(r.Verbs, "list") && slices.Contains(r.Verbs, "watch") {
+				out[gv.WithResource(r.Name).GroupResource()] = gv.WithResource(r.Name)
+			}
+		}
+	}
+	return out
+}
+
 // upsyncExportOf is the export whose virtual workspace shows the resource across mailboxes.
 func upsyncExportOf(gr schema.GroupResource) string {
-	if isKCPBuiltIn(gr) {
+	if transport.IsKCPBuiltIn(gr) {
 		return edgev1alpha1.MailboxAPIExportName
 	}
 	return edgev1alpha1.WorkloadsAPIExportName
 }
 
-// upsyncWatch is the informer on one resource's up-synced objects in all mailboxes.
-type upsyncWatch struct {
+// upsyncedWatch is the informer on one resource's up-synced objects in all mailboxes.
+type upsyncedWatch struct {
 	informer espw.SharedInformer
 	stop     context.CancelFunc
 }
 
-// upsyncSources runs the informers on up-synced objects.
-type upsyncSources struct {
+// sources runs the informers on up-synced objects.
+type sources struct {
 	c *Controller
 
 	mu  sync.Mutex
@@ -76,27 +94,27 @@ type upsyncSources struct {
 	returnable map[schema.GroupResource]schema.GroupVersionResource
 	// rules are the placements' spec.upsync; covered the returnable resources each can cover;
 	// coverage how many placements can cover each.
-	rules    map[placementKey][]edgev1alpha1.UpsyncSet
-	covered  map[placementKey]map[schema.GroupResource]bool
+	rules    map[PlacementKey][]edgev1alpha1.UpsyncSet
+	covered  map[PlacementKey]map[schema.GroupResource]bool
 	coverage map[schema.GroupResource]int
-	watches  map[schema.GroupResource]*upsyncWatch
+	watches  map[schema.GroupResource]*upsyncedWatch
 }
 
-func newUpsyncSources(c *Controller) *upsyncSources {
-	return &upsyncSources{
+func newSources(c *Controller) *sources {
+	return &sources{
 		c:          c,
 		clients:    map[string]*espw.Endpoints{},
 		returnable: map[schema.GroupResource]schema.GroupVersionResource{},
-		rules:      map[placementKey][]edgev1alpha1.UpsyncSet{},
-		covered:    map[placementKey]map[schema.GroupResource]bool{},
+		rules:      map[PlacementKey][]edgev1alpha1.UpsyncSet{},
+		covered:    map[PlacementKey]map[schema.GroupResource]bool{},
 		coverage:   map[schema.GroupResource]int{},
-		watches:    map[schema.GroupResource]*upsyncWatch{},
+		watches:    map[schema.GroupResource]*upsyncedWatch{},
 	}
 }
 
 // start finds, in the background, the virtual workspaces of the mailbox and workloads exports
 // (kcp publishes each once some workspace binds the export) and what they serve.
-func (s *upsyncSources) start(ctx context.Context) {
+func (s *sources) start(ctx context.Context) {
 	s.mu.Lock()
 	s.ctx = ctx
 	s.mu.Unlock()
@@ -107,7 +125,7 @@ func (s *upsyncSources) start(ctx context.Context) {
 
 // discover waits for the export's virtual workspace, learns which of its resources can come
 // back, and starts the informers that the placements' rules need.
-func (s *upsyncSources) discover(ctx context.Context, export string) {
+func (s *sources) discover(ctx context.Context, export string) {
 	logger := klog.FromContext(ctx).WithValues("export", export)
 	endpoints := s.c.cfg.Mailbox
 	if export == edgev1alpha1.WorkloadsAPIExportName {
@@ -124,7 +142,7 @@ func (s *upsyncSources) discover(ctx context.Context, export string) {
 			}
 			for _, url = range endpoints.URLs() {
 				var err error
-				if lists, err = discoverVirtualWorkspace(endpoints.Config(url)); err == nil {
+				if lists, err = espw.DiscoverVirtualWorkspace(endpoints.Config(url)); err == nil {
 					return true, nil
 				}
 				logger.Error(err, "discovering the resources of a virtual workspace; will retry", "url", url)
@@ -134,15 +152,12 @@ func (s *upsyncSources) discover(ctx context.Context, export string) {
 	if ctx.Err() != nil {
 		return
 	}
-	served := map[schema.GroupResource]schema.GroupVersionResource{}
-	for _, r := range workloadResources(lists) {
-		served[r.gvr.GroupResource()] = r.gvr
-	}
+	served := servedResources(lists)
 	s.mu.Lock()
 	s.clients[export] = endpoints
-	for _, r := range s.c.workload.resources {
-		gr := r.gvr.GroupResource()
-		if mgvr, ok := served[gr]; ok && upsyncExportOf(gr) == export && !neverReturned[gr] && !r.custom {
+	for _, r := range s.c.caches.WorkloadResources {
+		gr := r.GVR.GroupResource()
+		if mgvr, ok := served[gr]; ok && upsyncExportOf(gr) == export && !neverReturned[gr] {
 			s.returnable[gr] = mgvr
 		}
 	}
@@ -150,7 +165,7 @@ func (s *upsyncSources) discover(ctx context.Context, export string) {
 		s.coverLocked(pk)
 	}
 	s.runWatchesLocked()
-	placements := make([]placementKey, 0, len(s.rules))
+	placements := make([]PlacementKey, 0, len(s.rules))
 	for pk := range s.rules {
 		placements = append(placements, pk)
 	}
@@ -162,23 +177,10 @@ func (s *upsyncSources) discover(ctx context.Context, export string) {
 	}
 }
 
-// discoverVirtualWorkspace lists the resources that a virtual workspace serves across all its
-// workspaces.
-func discoverVirtualWorkspace(vw *rest.Config) ([]*metav1.APIResourceList, error) {
-	cfg := rest.CopyConfig(vw)
-	cfg.Host += "/clusters/*"
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	_, lists, err := dc.ServerGroupsAndResources()
-	return lists, err
-}
-
 // setRules records a placement's spec.upsync (nil once the placement is gone), starts and stops
 // informers as the resources that some placement can cover change, and says whether the rules
 // changed.
-func (s *upsyncSources) setRules(pk placementKey, rules []edgev1alpha1.UpsyncSet) bool {
+func (s *sources) setRules(pk PlacementKey, rules []edgev1alpha1.UpsyncSet) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, had := s.rules[pk]
@@ -200,7 +202,7 @@ func (s *upsyncSources) setRules(pk placementKey, rules []edgev1alpha1.UpsyncSet
 }
 
 // coverLocked records which returnable resources the placement's rules can cover.
-func (s *upsyncSources) coverLocked(pk placementKey) {
+func (s *sources) coverLocked(pk PlacementKey) {
 	for gr := range s.covered[pk] {
 		s.coverage[gr]--
 	}
@@ -219,7 +221,7 @@ func (s *upsyncSources) coverLocked(pk placementKey) {
 
 // runWatchesLocked starts the informers of resources that some placement can cover, and stops
 // the others.
-func (s *upsyncSources) runWatchesLocked() {
+func (s *sources) runWatchesLocked() {
 	if s.ctx == nil {
 		return
 	}
@@ -243,7 +245,7 @@ func (s *upsyncSources) runWatchesLocked() {
 		inf := client.NewInformer(s.returnable[gr], 0, cache.Indexers{byIdentity: identityIndex},
 			func(o *metav1.ListOptions) { o.LabelSelector = upsyncedSelector })
 		_, _ = inf.AddEventHandler(s.c.upsyncedHandler(gr))
-		s.watches[gr] = &upsyncWatch{informer: inf, stop: stop}
+		s.watches[gr] = &upsyncedWatch{informer: inf, stop: stop}
 		klog.FromContext(ctx).V(2).Info("watching up-synced objects in all mailboxes", "resource", s.returnable[gr].String())
 		go inf.Run(ctx.Done())
 	}
@@ -253,7 +255,7 @@ func (s *upsyncSources) runWatchesLocked() {
 // is known of them is incomplete: the export's virtual workspace is not known yet, or the
 // informer has not synced (or not started: placements' rules that cover it were just recorded).
 // A resource that cannot come back is ready, with no informer.
-func (s *upsyncSources) watch(gr schema.GroupResource) (informer espw.SharedInformer, ready bool) {
+func (s *sources) watch(gr schema.GroupResource) (informer espw.SharedInformer, ready bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if neverReturned[gr] {
@@ -275,7 +277,7 @@ func (s *upsyncSources) watch(gr schema.GroupResource) (informer espw.SharedInfo
 }
 
 // watching returns the running informers, by resource, for the resources the rules cover.
-func (s *upsyncSources) watching(rules []edgev1alpha1.UpsyncSet) map[schema.GroupResource]espw.SharedInformer {
+func (s *sources) watching(rules []edgev1alpha1.UpsyncSet) map[schema.GroupResource]espw.SharedInformer {
 	out := s.watchingAll()
 	for gr := range out {
 		covered := false
@@ -291,7 +293,7 @@ func (s *upsyncSources) watching(rules []edgev1alpha1.UpsyncSet) map[schema.Grou
 
 // unreturnable says which of the rules cannot be honoured, because they name resources that
 // cannot come back. known is false while the virtual workspaces that would tell are not known.
-func (s *upsyncSources) unreturnable(rules []edgev1alpha1.UpsyncSet) (problems []string, known bool) {
+func (s *sources) unreturnable(rules []edgev1alpha1.UpsyncSet) (problems []string, known bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	known = true
@@ -301,7 +303,7 @@ func (s *upsyncSources) unreturnable(rules []edgev1alpha1.UpsyncSet) (problems [
 				continue
 			}
 			gr := schema.GroupResource{Group: rule.APIGroup, Resource: res}
-			_, served := s.c.workload.resourceOf(gr)
+			_, served := s.c.workloadResource(gr)
 			switch {
 			case neverReturned[gr]:
 				problems = append(problems, fmt.Sprintf("spec.upsync[%d]: %s do not come back into a workload workspace (the namespaces of up-synced objects are made as needed)", i, gr))
@@ -333,7 +335,7 @@ func (s *upsyncSources) unreturnable(rules []edgev1alpha1.UpsyncSet) (problems [
 }
 
 // knownLocked: the export's virtual workspace is known.
-func (s *upsyncSources) knownLocked(export string) bool {
+func (s *sources) knownLocked(export string) bool {
 	_, known := s.clients[export]
 	return known
 }
@@ -370,7 +372,7 @@ func isReturned(u *unstructured.Unstructured) bool {
 }
 
 // watchingAll returns every running informer, by resource.
-func (s *upsyncSources) watchingAll() map[schema.GroupResource]espw.SharedInformer {
+func (s *sources) watchingAll() map[schema.GroupResource]espw.SharedInformer {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := map[schema.GroupResource]espw.SharedInformer{}

@@ -1,0 +1,253 @@
+// Package upsync is the up-sync return path, the stage beside the placement translator that
+// goes the other way: from the mailboxes back into the workload workspaces. Syncers up-sync the
+// edge objects that the placements' spec.upsync covers into their mailboxes (labelled
+// edge.kcp.io/upsynced, annotated with their SyncTarget). This controller brings each such object
+// back into the workload workspace of every EdgePlacement that has the mailbox as a destination
+// and whose spec.upsync covers it, written through edge.kcp.io's virtual workspace (the
+// permission claims the workspace's owner accepted), and deletes what it brought back once no
+// destination up-syncs it any more. It sets the placements' conditions Upsynced (whether what
+// spec.upsync covers comes back, and the rules that cannot be honoured) and UpsyncConflict (two
+// destinations, or an object of the workspace's own, at one identity).
+//
+// The unit of work is one object identity (group, resource, namespace, name) in one workload
+// workspace (a Key). Its reconcile (upsync_reconcile.go) gathers the up-synced objects of that
+// identity in the mailboxes of the workspace's covering placements, keeps one (the one already
+// there, else the oldest), and writes, updates or deletes the workspace's copy.
+//
+// It watches the up-synced objects across all mailboxes itself (upsync_sources.go), one
+// informer per resource that some placement's rules can cover. What else it reads (placements,
+// their destinations, SyncTargets, the workspaces' consent, workload objects, what each mailbox's
+// assemblages deliver) it reads from the placement translator's caches, given as Caches: the
+// translator watches all of them anyway, and a second set of informers would double what the
+// center serves to edge-controller-manager and what the controller holds in memory. It has its
+// own queue and workers, and writes only its own two conditions of a placement's status, when
+// they change.
+package upsync
+
+import (
+	"context"
+	"time"
+
+	"github.com/kcp-dev/logicalcluster/v3"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/espw"
+)
+
+// ControllerName names the controller in logs and metrics. It runs with the placement
+// translator, whose caches it reads.
+const ControllerName = "upsync"
+
+// FieldManager is the field manager of the objects the return path writes.
+const FieldManager = "edge-upsync"
+
+var (
+	placementsGVR = edgev1alpha1.SchemeGroupVersion.WithResource("edgeplacements")
+	namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	crdsGVR       = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+)
+
+// PlacementKey names an EdgePlacement.
+type PlacementKey struct {
+	Cluster, Name string
+}
+
+func (k PlacementKey) String() string { return k.Cluster + "|" + k.Name }
+
+// WorkloadResource is a kind of workload object served through edge.kcp.io's virtual workspace.
+type WorkloadResource struct {
+	GVR schema.GroupVersionResource
+	// HasStatus: the resource has a status subresource.
+	HasStatus bool
+}
+
+// Caches is what the return path reads from the placement translator's caches. Each is a
+// function (or an informer, to which the controller adds its own event handlers), so that unit
+// tests give only what they use.
+type Caches struct {
+	// HasSynced says whether the caches below have synced.
+	HasSynced func() bool
+	// Placements are the EdgePlacements of every workload workspace, indexed by logical cluster.
+	// Slices, SyncTargets and Bindings (the workspaces' APIBindings of edge.kcp.io) are only
+	// watched: their changes change where objects come back from, and whether they may.
+	Placements, Slices, SyncTargets, Bindings espw.SharedInformer
+	// PlacementOfSlice is the EdgePlacement that controls a SinglePlacementSlice.
+	PlacementOfSlice func(slice *unstructured.Unstructured) (PlacementKey, bool)
+	// DestinationsOf returns the destinations of a placement.
+	DestinationsOf func(PlacementKey) []edgev1alpha1.SinglePlacement
+	// PlacementsAt returns the placements that have the mailbox with the given logical cluster
+	// as a destination, with that destination; nil while the mailbox's SyncTarget has not
+	// recorded it.
+	PlacementsAt func(mailbox logicalcluster.Name) map[PlacementKey]edgev1alpha1.SinglePlacement
+	// MailboxClusterOf is the logical cluster of the SyncTarget's mailbox, "" until recorded.
+	MailboxClusterOf func(syncTarget *unstructured.Unstructured) logicalcluster.Name
+	// MailboxClusterAt is the logical cluster of a destination's mailbox, "" until recorded.
+	MailboxClusterAt func(edgev1alpha1.SinglePlacement) logicalcluster.Name
+	// NotConsented returns the kinds whose permission claims the workspace's binding of
+	// edge.kcp.io does not accept, each with why; nil while the binding is not known.
+	NotConsented func(cluster string) map[schema.GroupResource]string
+	// DeliveredByOthersOnly says whether, in the mailbox with the given logical cluster, an
+	// assemblage of a workspace other than cluster carries the namespace, and none of
+	// cluster's does.
+	DeliveredByOthersOnly func(mailbox logicalcluster.Name, cluster, namespace string) bool
+	// WorkloadResources are the workload resources served through edge.kcp.io's virtual
+	// workspace; WorkloadInformer the translator's informer on one of them (indexed with
+	// WorkloadIndexers), across workload workspaces.
+	WorkloadResources []WorkloadResource
+	WorkloadInformer  func(schema.GroupVersionResource) espw.SharedInformer
+	// WorkloadObject returns the object of a workload workspace at an identity (nil if there is
+	// none); known is false while the resource's informer has not synced.
+	WorkloadObject func(gvr schema.GroupVersionResource, cluster, namespace, name string) (obj *unstructured.Unstructured, known bool)
+	// NamespaceLabels returns the labels of a namespace of a workload workspace, nil if unknown.
+	NamespaceLabels func(cluster logicalcluster.Name, name string) map[string]string
+}
+
+// Config is what the controller needs.
+type Config struct {
+	Caches Caches
+	// Edge writes to the workload workspaces through edge.kcp.io's virtual workspaces; Mailbox
+	// and Workloads follow those of mailbox.edge.kcp.io and workloads.edge.kcp.io, through
+	// which the up-synced objects in mailboxes are watched.
+	Edge               espw.ClusterClient
+	Mailbox, Workloads *espw.Endpoints
+	// Workers is the number of reconciles at once.
+	Workers int
+}
+
+// Controller is the return path. Create it with NewController and run it with Start.
+type Controller struct {
+	cfg     Config
+	caches  Caches
+	queue   workqueue.TypedRateLimitingInterface[queueKey]
+	sources *sources
+	results *results
+}
+
+// queueKey is one of: an up-synced object identity in a workload workspace to bring back, or a
+// placement whose conditions to write.
+type queueKey struct {
+	object    Key
+	placement PlacementKey
+}
+
+// WorkloadIndexers are the indexes the return path needs on the translator's workload
+// informers; the translator adds them when it makes them.
+func WorkloadIndexers() cache.Indexers {
+	return cache.Indexers{returnedByCluster: returnedIndex}
+}
+
+// NewController builds the controller and adds its event handlers to the translator's
+// informers: call it before those run.
+func NewController(cfg Config) (*Controller, error) {
+	if cfg.Workers <= 0 {
+		cfg.Workers = 4
+	}
+	c := &Controller{
+		cfg:    cfg,
+		caches: cfg.Caches,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[queueKey](),
+			workqueue.TypedRateLimitingQueueConfig[queueKey]{Name: ControllerName}),
+		results: newResults(),
+	}
+	c.sources = newSources(c)
+	handle := func(informer espw.SharedInformer, onChange func(old, obj *unstructured.Unstructured)) error {
+		_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { onChange(nil, asUnstructured(obj)) },
+			UpdateFunc: func(old, obj any) { onChange(asUnstructured(old), asUnstructured(obj)) },
+			DeleteFunc: func(obj any) { onChange(nil, asUnstructured(obj)) },
+		})
+		return err
+	}
+	for _, h := range []struct {
+		informer espw.SharedInformer
+		onChange func(old, obj *unstructured.Unstructured)
+	}{
+		{c.caches.Placements, c.placementChanged},
+		{c.caches.Slices, c.sliceChanged},
+		{c.caches.SyncTargets, c.syncTargetChanged},
+		{c.caches.Bindings, c.bindingChanged},
+	} {
+		if err := handle(h.informer, h.onChange); err != nil {
+			return nil, err
+		}
+	}
+	for _, r := range c.caches.WorkloadResources {
+		gr := r.GVR.GroupResource()
+		if err := handle(c.caches.WorkloadInformer(r.GVR), func(_, obj *unstructured.Unstructured) { c.workloadChanged(gr, obj) }); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// Start runs the workers until ctx ends, once the translator's caches have synced.
+func (c *Controller) Start(ctx context.Context) error {
+	defer utilruntime.HandleCrash()
+	defer c.queue.ShutDown()
+	logger := klog.FromContext(ctx).WithValues("controller", ControllerName)
+	ctx = klog.NewContext(ctx, logger)
+	if !cache.WaitForCacheSync(ctx.Done(), c.caches.HasSynced) {
+		return ctx.Err()
+	}
+	// Find the mailboxes' virtual workspaces, and visit every object the return path made, so
+	// that those no destination up-syncs any more after a restart go.
+	c.sources.start(ctx)
+	c.enqueueReturned("")
+	for i := 0; i < c.cfg.Workers; i++ {
+		go wait.UntilWithContext(ctx, c.runWorker, time.Second)
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// HasSynced says whether the caches it reads have synced.
+func (c *Controller) HasSynced() bool { return c.caches.HasSynced() }
+
+func (c *Controller) runWorker(ctx context.Context) {
+	for c.processNext(ctx) {
+	}
+}
+
+func (c *Controller) processNext(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	logger := klog.FromContext(ctx)
+	var err error
+	if key.object != (Key{}) {
+		logger = logger.WithValues("object", key.object.String())
+		err = c.reconcile(klog.NewContext(ctx, logger), key.object)
+	} else {
+		logger = logger.WithValues("placement", key.placement.String())
+		err = c.writeConditions(klog.NewContext(ctx, logger), key.placement)
+	}
+	switch {
+	case err != nil && apierrors.IsForbidden(err):
+		logger.Error(err, "edge-controller-manager's identity lacks a right; run this version's kubectl edge init (and kubectl edge ensure wmw) again to grant it; will retry")
+		c.queue.AddRateLimited(key)
+	case err != nil:
+		logger.V(2).Info("will retry", "err", err.Error())
+		c.queue.AddRateLimited(key)
+	default:
+		c.queue.Forget(key)
+	}
+	return true
+}
+
+func asUnstructured(obj any) *unstructured.Unstructured {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	u, _ := obj.(*unstructured.Unstructured)
+	return u
+}
