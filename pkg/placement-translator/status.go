@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
 // Reasons of the Projected condition.
@@ -29,9 +30,6 @@ const (
 	ReasonMailboxNotReady  = "MailboxNotReady"
 	ReasonNoConflict       = "NoConflict"
 )
-
-// maxProblemsInMessage bounds how many problems a condition message quotes.
-const maxProblemsInMessage = 3
 
 // mailboxResult is the outcome of a mailbox's last reconcile.
 type mailboxResult struct {
@@ -231,7 +229,7 @@ func dependenciesCondition(problems []problem) metav1.Condition {
 	}
 	sort.Strings(msgs)
 	cond.Status, cond.Reason = metav1.ConditionFalse, reason
-	cond.Message = fmt.Sprintf("%d destination(s) wait: %s", len(problems), quote(msgs))
+	cond.Message = fmt.Sprintf("%d destination(s) wait: %s", len(problems), transport.QuoteProblems(msgs))
 	return cond
 }
 
@@ -253,7 +251,7 @@ func placementConditions(destinations, notDone int, problems []problem) (project
 	others = groupedProblems(problems)
 	if len(conflicts) > 0 {
 		conflict.Status, conflict.Reason = metav1.ConditionTrue, edgev1alpha1.ReasonConflictingProjection
-		conflict.Message = quote(conflicts)
+		conflict.Message = transport.QuoteProblems(conflicts)
 	}
 	switch {
 	case destinations == 0:
@@ -264,7 +262,7 @@ func placementConditions(destinations, notDone int, problems []problem) (project
 		if allMailboxNotReady {
 			projected.Reason = ReasonMailboxNotReady
 		}
-		projected.Message = fmt.Sprintf("%d problem(s) among %d destinations: %s", len(problems), destinations, quote(others))
+		projected.Message = fmt.Sprintf("%d problem(s) among %d destinations: %s", len(problems), destinations, transport.QuoteProblems(others))
 	case notDone > 0:
 		projected.Status, projected.Reason = metav1.ConditionFalse, ReasonPending
 		projected.Message = fmt.Sprintf("%d of %d destinations are not projected yet", notDone, destinations)
@@ -322,32 +320,11 @@ func groupedProblems(problems []problem) []string {
 			out = append(out, g.reason+": destination "+dests[0]+": "+g.rest)
 		default:
 			shown := dests
-			if len(shown) > maxProblemsInMessage {
-				shown = append(shown[:maxProblemsInMessage:maxProblemsInMessage], fmt.Sprintf("and %d more", len(dests)-maxProblemsInMessage))
+			if len(shown) > transport.MaxProblemsInMessage {
+				shown = append(shown[:transport.MaxProblemsInMessage:transport.MaxProblemsInMessage], fmt.Sprintf("and %d more", len(dests)-transport.MaxProblemsInMessage))
 			}
 			out = append(out, fmt.Sprintf("%s at %d destinations (%s): %s", g.reason, len(dests), strings.Join(shown, ", "), g.rest))
 		}
 	}
 	return out
-}
-
-// quote joins the first few messages, saying how many more there are.
-func quote(msgs []string) string {
-	uniq := []string{}
-	seen := map[string]bool{}
-	for _, m := range msgs {
-		if !seen[m] {
-			seen[m] = true
-			uniq = append(uniq, m)
-		}
-	}
-	out := uniq
-	if len(out) > maxProblemsInMessage {
-		out = out[:maxProblemsInMessage]
-	}
-	s := strings.Join(out, "; ")
-	if more := len(uniq) - len(out); more > 0 {
-		s += fmt.Sprintf("; and %d more", more)
-	}
-	return s
 }

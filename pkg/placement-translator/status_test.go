@@ -203,28 +203,6 @@ func TestPlacementConditions(t *testing.T) {
 	}
 }
 
-func TestQuote(t *testing.T) {
-	tests := []struct {
-		name string
-		msgs []string
-		want string
-	}{
-		{"none", nil, ""},
-		{"one", []string{"a"}, "a"},
-		{"duplicates collapse", []string{"a", "a", "b", "a"}, "a; b"},
-		{"exactly the limit", []string{"a", "b", "c"}, "a; b; c"},
-		{"over the limit", []string{"a", "b", "c", "d", "e"}, "a; b; c; and 2 more"},
-		{"duplicates do not count as more", []string{"a", "b", "a", "c", "b", "d", "d"}, "a; b; c; and 1 more"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := quote(tt.msgs); got != tt.want {
-				t.Errorf("quote(%q) = %q, want %q", tt.msgs, got, tt.want)
-			}
-		})
-	}
-}
-
 func sortedPlacementKeys(pks []placementKey) []placementKey {
 	out := append([]placementKey(nil), pks...)
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })

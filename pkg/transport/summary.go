@@ -3,6 +3,7 @@ package transport
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -398,4 +399,29 @@ func SingletonCondition(n int, generation int64) metav1.Condition {
 	return metav1.Condition{Type: edgev1alpha1.PlacementSingletonStatus, Status: metav1.ConditionFalse, ObservedGeneration: generation,
 		Reason:  edgev1alpha1.ReasonNotSingleton,
 		Message: fmt.Sprintf("the placement has %d destinations; the objects' status is copied back only while it has exactly one", n)}
+}
+
+// MaxProblemsInMessage bounds how many problems a condition's message quotes.
+const MaxProblemsInMessage = 3
+
+// QuoteProblems joins the first MaxProblemsInMessage distinct messages, saying how many more there
+// are: how a condition's message names the problems behind it, in bounded size.
+func QuoteProblems(msgs []string) string {
+	var uniq []string
+	seen := map[string]bool{}
+	for _, m := range msgs {
+		if !seen[m] {
+			seen[m] = true
+			uniq = append(uniq, m)
+		}
+	}
+	out := uniq
+	if len(out) > MaxProblemsInMessage {
+		out = out[:MaxProblemsInMessage]
+	}
+	s := strings.Join(out, "; ")
+	if more := len(uniq) - len(out); more > 0 {
+		s += fmt.Sprintf("; and %d more", more)
+	}
+	return s
 }

@@ -341,3 +341,25 @@ func TestSummarizeStaleReason(t *testing.T) {
 		t.Errorf("broken %+v, want the shard's reason for imw:a and silence for imw:b", s.Broken)
 	}
 }
+
+func TestQuoteProblems(t *testing.T) {
+	tests := []struct {
+		name string
+		msgs []string
+		want string
+	}{
+		{"none", nil, ""},
+		{"one", []string{"a"}, "a"},
+		{"duplicates collapse", []string{"a", "a", "b", "a"}, "a; b"},
+		{"exactly the limit", []string{"a", "b", "c"}, "a; b; c"},
+		{"over the limit", []string{"a", "b", "c", "d", "e"}, "a; b; c; and 2 more"},
+		{"duplicates do not count as more", []string{"a", "b", "a", "c", "b", "d", "d"}, "a; b; c; and 1 more"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := QuoteProblems(tt.msgs); got != tt.want {
+				t.Errorf("QuoteProblems(%q) = %q, want %q", tt.msgs, got, tt.want)
+			}
+		})
+	}
+}

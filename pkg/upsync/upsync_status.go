@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/kcp-dev/logicalcluster/v3"
@@ -16,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
 // Reasons of the Upsynced and UpsyncConflict conditions.
@@ -25,9 +25,6 @@ const (
 	ReasonUpsyncPending    = "UpsyncPending"
 	ReasonNoUpsyncConflict = "NoUpsyncConflict"
 )
-
-// maxProblemsInMessage bounds how many problems a condition message quotes.
-const maxProblemsInMessage = 3
 
 // problem is something the return path could not do for a placement, and why.
 type problem struct {
@@ -169,12 +166,12 @@ func conditions(ruleProblems []string, known bool, problems []problem) (upsynced
 	}
 	if len(conflicts) > 0 {
 		conflict.Status, conflict.Reason = metav1.ConditionTrue, edgev1alpha1.ReasonConflictingUpsync
-		conflict.Message = quote(conflicts)
+		conflict.Message = transport.QuoteProblems(conflicts)
 	}
 	switch {
 	case len(failures) > 0:
 		upsynced.Status, upsynced.Reason = metav1.ConditionFalse, ReasonUpsyncFailed
-		upsynced.Message = fmt.Sprintf("%d problem(s): %s", len(failures), quote(failures))
+		upsynced.Message = fmt.Sprintf("%d problem(s): %s", len(failures), transport.QuoteProblems(failures))
 	case !known:
 		upsynced.Status, upsynced.Reason = metav1.ConditionFalse, ReasonUpsyncPending
 		upsynced.Message = "waiting for the virtual workspaces that show the mailboxes"
@@ -183,25 +180,4 @@ func conditions(ruleProblems []string, known bool, problems []problem) (upsynced
 		upsynced.Message = "what spec.upsync covers comes back from the destinations' mailboxes"
 	}
 	return upsynced, conflict
-}
-
-// quote joins the first few distinct messages, saying how many more there are.
-func quote(msgs []string) string {
-	var uniq []string
-	seen := map[string]bool{}
-	for _, m := range msgs {
-		if !seen[m] {
-			seen[m] = true
-			uniq = append(uniq, m)
-		}
-	}
-	out := uniq
-	if len(out) > maxProblemsInMessage {
-		out = out[:maxProblemsInMessage]
-	}
-	s := strings.Join(out, "; ")
-	if more := len(uniq) - len(out); more > 0 {
-		s += fmt.Sprintf("; and %d more", more)
-	}
-	return s
 }

@@ -348,7 +348,6 @@ func TestUpsyncSourcesCoverage(t *testing.T) {
 	}
 }
 
-
 var (
 	deploymentsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
 	configMapsGVR  = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
