@@ -70,8 +70,8 @@ from the edge service provider workspace (--espw). Run "kubectl edge init" first
 				return err
 			}
 			for _, name := range exportNames {
-				// A workload workspace lets the placement translator read (and bring back into it)
-				// its workload objects by accepting the permission claims of edge.kcp.io; an
+				// A workload workspace lets the placement translator read its workload objects (and
+				// the up-sync return path bring objects back into it) by accepting the permission claims of edge.kcp.io; an
 				// inventory workspace rejects them.
 				var claims []apisv1alpha2.AcceptablePermissionClaim
 				if name == edgev1alpha1.EdgeAPIExportName {

@@ -53,7 +53,7 @@ func EdgeClaims(workloads *apisv1alpha2.APIExport) []apisv1alpha2.PermissionClai
 // mailbox binds through its WorkspaceType, and kcp accepts when it makes that binding (the
 // mailbox controller accepts claims added later). Through the export's virtual workspace they let
 // the controllers watch, across all mailboxes at once, the syncers' heartbeat Leases (mailbox
-// controller) and the up-synced objects of kcp's built-in kinds (placement translator). The
+// controller) and the up-synced objects of kcp's built-in kinds (up-sync return path). The
 // assemblages and SyncerConfigs are the export's own resources and need no claim.
 func MailboxClaims() []apisv1alpha2.PermissionClaim {
 	claims := []apisv1alpha2.PermissionClaim{{

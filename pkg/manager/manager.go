@@ -169,8 +169,8 @@ func Run(ctx context.Context, o Options) error {
 	}
 }
 
-// translatorWorkersPerWorker: the placement translator runs this many reconciles per --workers,
-// because each of its reconciles mostly waits for a write to kcp.
+// translatorWorkersPerWorker: the placement translator and the up-sync return path each run this
+// many reconciles per --workers, because each of their reconciles mostly waits for a write to kcp.
 const translatorWorkersPerWorker = 4
 
 // runRound runs one round of Run, until ctx ends or the lease is lost.
@@ -248,7 +248,7 @@ func runRound(ctx context.Context, o Options, ready *atomic.Pointer[string]) err
 					return nil, err
 				}
 				c, err := placementtranslator.NewController(placementtranslator.Config{ESPW: o.ESPW, Edge: edge, Mailbox: exports[edgev1alpha1.MailboxAPIExportName],
-					Workloads: exports[edgev1alpha1.WorkloadsAPIExportName], Admin: admin, KCP: kcp,
+					Admin: admin, KCP: kcp,
 					Workers: translatorWorkersPerWorker * o.Workers, HeartbeatInterval: o.HeartbeatInterval})
 				if err != nil {
 					return nil, err
@@ -256,7 +256,7 @@ func runRound(ctx context.Context, o Options, ready *atomic.Pointer[string]) err
 				controllers = append(controllers, runnable{name: name, start: c.Start, synced: c.HasSynced})
 				// The up-sync return path runs beside the translator, on its caches.
 				u, err := upsync.NewController(upsync.Config{Caches: c.UpsyncCaches(), Edge: edge, Mailbox: exports[edgev1alpha1.MailboxAPIExportName],
-					Workloads: exports[edgev1alpha1.WorkloadsAPIExportName], Workers: o.Workers})
+					Workloads: exports[edgev1alpha1.WorkloadsAPIExportName], Workers: translatorWorkersPerWorker * o.Workers})
 				if err != nil {
 					return nil, err
 				}

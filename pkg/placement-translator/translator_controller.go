@@ -97,10 +97,9 @@ type Config struct {
 	// ESPW is the edge service provider workspace, the mailboxes' parent.
 	ESPW logicalcluster.Path
 	// Edge follows the virtual workspaces of edge.kcp.io (one per shard that holds a binding of
-	// it), and writes to each workload workspace through the one that serves it; Mailbox and
-	// Workloads follow those of mailbox.edge.kcp.io and workloads.edge.kcp.io, where mailboxes
-	// are read.
-	Edge, Mailbox, Workloads *espw.Endpoints
+	// it), and writes to each workload workspace through the one that serves it; Mailbox follows
+	// those of mailbox.edge.kcp.io, where mailboxes are read.
+	Edge, Mailbox *espw.Endpoints
 	// Admin reaches any workspace of kcp with the controller's own credential: mailboxes, and
 	// the custom kinds of workload workspaces.
 	Admin kcpdynamic.ClusterInterface

@@ -70,12 +70,16 @@ func (c *Controller) UpsyncCaches() upsync.Caches {
 
 // deliveredByOthersOnly says whether, in the mailbox with the given logical cluster, an
 // assemblage of a workspace other than cluster carries the namespace, and none of cluster's does.
-func (c *Controller) deliveredByOthersOnly(mailbox logicalcluster.Name, cluster, namespace string) bool {
-	if c.view.assemblages == nil {
-		return false
+// known is false until the view of the mailboxes' assemblages has synced.
+func (c *Controller) deliveredByOthersOnly(mailbox logicalcluster.Name, cluster, namespace string) (others, known bool) {
+	c.view.mu.Lock()
+	assemblages := c.view.assemblages
+	c.view.mu.Unlock()
+	if assemblages == nil || !assemblages.HasSynced() {
+		return false, false
 	}
-	own, others := false, false
-	for _, u := range inMailbox(c.view.assemblages, mailbox) {
+	own := false
+	for _, u := range inMailbox(assemblages, mailbox) {
 		objects, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "objects")
 		if !slices.Contains(objects, "namespaces/"+namespace) {
 			continue
@@ -86,7 +90,7 @@ func (c *Controller) deliveredByOthersOnly(mailbox logicalcluster.Name, cluster,
 			others = true
 		}
 	}
-	return others && !own
+	return others && !own, true
 }
 
 // syncTargetOfMailboxCluster is the SyncTarget whose mailbox has the given logical cluster.

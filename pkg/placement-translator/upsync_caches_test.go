@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kcp-dev/edge-mc/internal/informertest"
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
 	"github.com/kcp-dev/edge-mc/pkg/upsync"
@@ -49,6 +50,10 @@ func TestDeliveredByOthersOnly(t *testing.T) {
 	w := newTestWorld(t)
 	c := w.c
 	c.view.assemblages = newTestInformer(cache.Indexers{})
+	if _, known := c.deliveredByOthersOnly("mbc1", "ws1", "theirs"); known {
+		t.Errorf("deliveredByOthersOnly known before the view of the assemblages synced")
+	}
+	c.view.assemblages = informertest.Synced(t, cache.Indexers{})
 	assemblage := func(ws, name string, objects ...string) {
 		a := obj("edge.kcp.io/v1alpha1", "Assemblage", "mbc1", "", name, map[string]string{transport.LabelPlacementCluster: ws})
 		a.Object["spec"] = map[string]any{"objects": toAny(objects)}
@@ -58,11 +63,11 @@ func TestDeliveredByOthersOnly(t *testing.T) {
 	assemblage("ws2", "a2", "namespaces/theirs", "configmaps/theirs/settings", "namespaces/shared")
 	assemblage("ws1", "a3", "namespaces/shared")
 	for ns, want := range map[string]bool{"mine": false, "shared": false, "edge-only": false, "theirs": true} {
-		if got := c.deliveredByOthersOnly("mbc1", "ws1", ns); got != want {
-			t.Errorf("deliveredByOthersOnly(ws1, %s) = %v, want %v", ns, got, want)
+		if got, known := c.deliveredByOthersOnly("mbc1", "ws1", ns); got != want || !known {
+			t.Errorf("deliveredByOthersOnly(ws1, %s) = %v, %v, want %v, known", ns, got, known, want)
 		}
 	}
-	if c.deliveredByOthersOnly("mbc2", "ws1", "theirs") {
+	if others, _ := c.deliveredByOthersOnly("mbc2", "ws1", "theirs"); others {
 		t.Errorf("deliveredByOthersOnly looked beyond its mailbox")
 	}
 }

@@ -96,8 +96,8 @@ type Caches struct {
 	NotConsented func(cluster string) map[schema.GroupResource]string
 	// DeliveredByOthersOnly says whether, in the mailbox with the given logical cluster, an
 	// assemblage of a workspace other than cluster carries the namespace, and none of
-	// cluster's does.
-	DeliveredByOthersOnly func(mailbox logicalcluster.Name, cluster, namespace string) bool
+	// cluster's does; known is false while the assemblages are not all known.
+	DeliveredByOthersOnly func(mailbox logicalcluster.Name, cluster, namespace string) (others, known bool)
 	// WorkloadResources are the workload resources served through edge.kcp.io's virtual
 	// workspace; WorkloadInformer the translator's informer on one of them (indexed with
 	// WorkloadIndexers), across workload workspaces.

@@ -63,7 +63,10 @@ func (c *Controller) reconcile(ctx context.Context, key Key) error {
 	if !known {
 		return errNotKnownYet
 	}
-	cands, refused := c.withoutOthersNamespaces(key, cands)
+	cands, refused, known := c.withoutOthersNamespaces(key, cands)
+	if !known {
+		return errNotKnownYet
+	}
 	if noConsent, ok := c.withoutConsent(key, cands); !ok {
 		c.report(key, append(refused, noConsent...))
 		return nil
@@ -141,17 +144,19 @@ var edgeOwnNamespaces = map[string]bool{"kube-system": true, "kube-public": true
 // delivers to that destination and this one does not (another tenant's, at a shared edge). An
 // upsync rule can name any namespace, so without this an author would read what other tenants'
 // workloads, or the edge itself, made there. Each is reported to the placements that asked.
-// Namespaces that only the edge has (made there by the workload) still come back.
-func (c *Controller) withoutOthersNamespaces(key Key, cands []upsyncCandidate) (kept []upsyncCandidate, refused []problem) {
+// Namespaces that only the edge has (made there by the workload) still come back. known is false
+// while the mailboxes' assemblages are not all known.
+func (c *Controller) withoutOthersNamespaces(key Key, cands []upsyncCandidate) (kept []upsyncCandidate, refused []problem, known bool) {
 	if key.Namespace == "" {
-		return cands, nil
+		return cands, nil, true
 	}
 	for _, cand := range cands {
 		why := ""
-		switch {
-		case edgeOwnNamespaces[key.Namespace]:
+		if edgeOwnNamespaces[key.Namespace] {
 			why = "it is a namespace of the edge cluster itself"
-		case c.caches.DeliveredByOthersOnly(logicalcluster.From(cand.obj), key.Cluster, key.Namespace):
+		} else if others, known := c.caches.DeliveredByOthersOnly(logicalcluster.From(cand.obj), key.Cluster, key.Namespace); !known {
+			return nil, nil, false
+		} else if others {
 			why = "another workspace delivers that namespace there, and this one does not"
 		}
 		if why == "" {
@@ -164,7 +169,7 @@ func (c *Controller) withoutOthersNamespaces(key Key, cands []upsyncCandidate) (
 			refused = append(refused, problem{pk, problemUpsyncConflict, msg})
 		}
 	}
-	return kept, refused
+	return kept, refused, true
 }
 
 // chooseUpsyncSource picks the candidate that the workspace's copy comes from, or -1 for none.

@@ -58,9 +58,12 @@ func servedResources(lists []*metav1.APIResourceList) map[schema.GroupResource]s
 			continue
 		}
 		for _, r := range l.APIResources {
-			if !strings.Contains(r.Name, "/") && slices.Contains(r.Verbs, "list") && slices.Contains(r.Verbs, "watch") {
-				out[gv.WithResource(r.Name).GroupResource()] = gv.WithResource(r.Name)
+			gvr := gv.WithResource(r.Name)
+			if _, seen := out[gvr.GroupResource()]; seen || strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "list") || !slices.Contains(r.Verbs, "watch") {
+				continue
 			}
+			// Discovery lists a group's versions preferred first: the first seen stays.
+			out[gvr.GroupResource()] = gvr
 		}
 	}
 	return out

@@ -12,12 +12,11 @@ import (
 	"github.com/kcp-dev/logicalcluster/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kcp-dev/edge-mc/internal/informertest"
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 )
 
@@ -282,30 +281,6 @@ func TestRulesOf(t *testing.T) {
 	}
 }
 
-// newSyncedTestInformer is an informer that has synced on an empty list; tests fill its indexer.
-func newSyncedTestInformer(t *testing.T, indexers cache.Indexers) cache.SharedIndexInformer {
-	t.Helper()
-	indexers[kcpcache.ClusterIndexName] = kcpcache.ClusterIndexFunc
-	lw := &cache.ListWatch{
-		ListFunc:  func(metav1.ListOptions) (runtime.Object, error) { return &unstructured.UnstructuredList{}, nil },
-		WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
-	}
-	// The fake watch sends no initial-events bookmark, so the informer must list, not stream.
-	inf := kcpinformers.NewSharedIndexInformer(listOnly{lw}, &unstructured.Unstructured{}, 0, indexers)
-	stop := make(chan struct{})
-	t.Cleanup(func() { close(stop) })
-	go inf.Run(stop)
-	if !cache.WaitForCacheSync(stop, inf.HasSynced) {
-		t.Fatal("the test informer did not sync")
-	}
-	return inf
-}
-
-// listOnly is a ListWatch that says it cannot stream a watch list (client-go's WatchListClient).
-type listOnly struct{ *cache.ListWatch }
-
-func (listOnly) IsWatchListSemanticsUnSupported() bool { return true }
-
 func TestUpsyncSourcesCoverage(t *testing.T) {
 	c := &Controller{caches: Caches{WorkloadResources: []WorkloadResource{{GVR: configMapsGVR}, {GVR: namespacesGVR}, {GVR: deploymentsGVR}}}}
 	s := newSources(c)
@@ -407,7 +382,7 @@ func newTestController(t *testing.T) (*Controller, cache.SharedIndexInformer) {
 	}
 	c.sources = newSources(c)
 	c.sources.clients[edgev1alpha1.MailboxAPIExportName] = nil // known below, without a client
-	inf := newSyncedTestInformer(t, cache.Indexers{byIdentity: identityIndex})
+	inf := informertest.Synced(t, cache.Indexers{byIdentity: identityIndex})
 	c.sources.returnable[configMapsGR] = configMapsGVR
 	c.sources.watches[configMapsGR] = &upsyncedWatch{informer: inf, stop: func() {}}
 	return c, inf
@@ -472,12 +447,19 @@ func TestUpsyncCandidates(t *testing.T) {
 // that another workspace delivers there (another tenant's, as the translator's caches tell), nor
 // from the edge's own.
 func TestUpsyncStaysWithinTheWorkspace(t *testing.T) {
-	c := &Controller{caches: Caches{DeliveredByOthersOnly: func(mb logicalcluster.Name, cluster, namespace string) bool {
-		return mb == "mbc1" && cluster == "ws1" && namespace == "theirs"
+	viewSynced := false
+	c := &Controller{caches: Caches{DeliveredByOthersOnly: func(mb logicalcluster.Name, cluster, namespace string) (bool, bool) {
+		return mb == "mbc1" && cluster == "ws1" && namespace == "theirs", viewSynced
 	}}}
 	p1 := PlacementKey{"ws1", "p1"}
 	cand := upsyncCandidate{obj: obj("v1", "ConfigMap", "mbc1", "x", "r", nil), placements: []PlacementKey{p1},
 		dest: edgev1alpha1.SinglePlacement{Cluster: "inv", SyncTargetName: "st1"}}
+	// Until the translator knows every mailbox's assemblages, nothing in a namespace comes back:
+	// it might be another tenant's.
+	if kept, refused, known := c.withoutOthersNamespaces(Key{Cluster: "ws1", GR: configMapsGR, Namespace: "mine", Name: "r"}, []upsyncCandidate{cand}); known || kept != nil || refused != nil {
+		t.Errorf("before the view synced: kept %v, refused %v, known %v; want nothing, not known", kept, refused, known)
+	}
+	viewSynced = true
 	for _, tc := range []struct {
 		namespace string
 		kept      bool
@@ -490,7 +472,7 @@ func TestUpsyncStaysWithinTheWorkspace(t *testing.T) {
 		{"edge-syncer", false, "a namespace of the edge cluster itself"},
 	} {
 		key := Key{Cluster: "ws1", GR: configMapsGR, Namespace: tc.namespace, Name: "r"}
-		kept, refused := c.withoutOthersNamespaces(key, []upsyncCandidate{cand})
+		kept, refused, _ := c.withoutOthersNamespaces(key, []upsyncCandidate{cand})
 		if tc.kept {
 			if len(kept) != 1 || len(refused) != 0 {
 				t.Errorf("namespace %q: kept %d, refused %+v; want it returned", tc.namespace, len(kept), refused)
@@ -500,5 +482,22 @@ func TestUpsyncStaysWithinTheWorkspace(t *testing.T) {
 		if len(kept) != 0 || len(refused) != 1 || refused[0].placement != p1 || !strings.Contains(refused[0].message, tc.why) || !strings.Contains(refused[0].message, "inv:st1") {
 			t.Errorf("namespace %q: kept %d, refused %+v; want it refused to p1, saying %q and naming the destination", tc.namespace, len(kept), refused, tc.why)
 		}
+	}
+}
+
+func TestServedResources(t *testing.T) {
+	watchable := []string{"get", "list", "watch"}
+	lists := []*metav1.APIResourceList{
+		{GroupVersion: "v1", APIResources: []metav1.APIResource{
+			{Name: "configmaps", Verbs: watchable}, {Name: "configmaps/status", Verbs: watchable}, {Name: "bindings", Verbs: []string{"create"}}}},
+		{GroupVersion: "example.com/v2", APIResources: []metav1.APIResource{{Name: "widgets", Verbs: watchable}}},
+		{GroupVersion: "example.com/v1", APIResources: []metav1.APIResource{{Name: "widgets", Verbs: watchable}}},
+	}
+	want := map[schema.GroupResource]schema.GroupVersionResource{
+		configMapsGR: configMapsGVR,
+		{Group: "example.com", Resource: "widgets"}: {Group: "example.com", Version: "v2", Resource: "widgets"},
+	}
+	if got := servedResources(lists); !reflect.DeepEqual(got, want) {
+		t.Errorf("servedResources() = %v, want %v (no subresources, nothing that cannot be watched, the preferred version)", got, want)
 	}
 }

@@ -161,14 +161,15 @@ const (
 	// cluster of the inventory workspace of the SyncTarget it came from.
 	AnnotationUpsyncedFromCluster = "edge.kcp.io/upsynced-from-cluster"
 	// AnnotationUpsyncHash on an up-synced object is the hash of what its writer (the syncer in
-	// a mailbox, the placement translator in a workload workspace) last wrote.
+	// a mailbox, the up-sync return path in a workload workspace) last wrote.
 	AnnotationUpsyncHash = "edge.kcp.io/upsync-hash"
-	// LabelReturned "true" marks an up-synced object that the placement translator brought
-	// back from a mailbox into a workload workspace (it also bears LabelUpsynced); the translator
-	// updates and deletes only these there, and never selects them for down-sync.
+	// LabelReturned "true" marks an up-synced object that the up-sync return path brought back
+	// from a mailbox into a workload workspace (it also bears LabelUpsynced); the return path
+	// updates and deletes only these there, and the placement translator never selects them for
+	// down-sync.
 	LabelReturned = "edge.kcp.io/returned"
-	// LabelUpsyncNamespace "true" marks a namespace of a workload workspace that the placement
-	// translator created to hold up-synced objects.
+	// LabelUpsyncNamespace "true" marks a namespace of a workload workspace that the up-sync
+	// return path created to hold up-synced objects.
 	LabelUpsyncNamespace = "edge.kcp.io/upsync-namespace"
 )
 
