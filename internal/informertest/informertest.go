@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 )
@@ -41,3 +42,18 @@ func Synced(t *testing.T, indexers cache.Indexers) cache.SharedIndexInformer {
 type listOnly struct{ *cache.ListWatch }
 
 func (listOnly) IsWatchListSemanticsUnSupported() bool { return true }
+
+// Object is an object of the logical cluster, with a UID made of the cluster and name, and a
+// resourceVersion, as a cache would hold it.
+func Object(apiVersion, kind, cluster, namespace, name string, labels map[string]string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+	u.SetNamespace(namespace)
+	u.SetName(name)
+	u.SetLabels(labels)
+	u.SetUID(types.UID("uid-" + cluster + "-" + name))
+	u.SetResourceVersion("7")
+	u.SetAnnotations(map[string]string{"kcp.io/cluster": cluster})
+	return u
+}

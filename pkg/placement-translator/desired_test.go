@@ -15,9 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kcp-dev/edge-mc/internal/informertest"
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 	"github.com/kcp-dev/edge-mc/pkg/placement-translator/customize"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
@@ -98,15 +98,7 @@ func newTestInformer(indexers cache.Indexers) cache.SharedIndexInformer {
 }
 
 func obj(apiVersion, kind, cluster, namespace, name string, labels map[string]string) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{Object: map[string]any{}}
-	u.SetAPIVersion(apiVersion)
-	u.SetKind(kind)
-	u.SetNamespace(namespace)
-	u.SetName(name)
-	u.SetLabels(labels)
-	u.SetUID(types.UID("uid-" + cluster + "-" + name))
-	u.SetResourceVersion("7")
-	return withCluster(u, cluster)
+	return informertest.Object(apiVersion, kind, cluster, namespace, name, labels)
 }
 
 type testWorld struct {

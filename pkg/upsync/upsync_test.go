@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kcp-dev/edge-mc/internal/informertest"
@@ -329,16 +328,7 @@ var (
 )
 
 func obj(apiVersion, kind, cluster, namespace, name string, labels map[string]string) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{Object: map[string]any{}}
-	u.SetAPIVersion(apiVersion)
-	u.SetKind(kind)
-	u.SetNamespace(namespace)
-	u.SetName(name)
-	u.SetLabels(labels)
-	u.SetUID(types.UID("uid-" + cluster + "-" + name))
-	u.SetResourceVersion("7")
-	u.SetAnnotations(map[string]string{"kcp.io/cluster": cluster})
-	return u
+	return informertest.Object(apiVersion, kind, cluster, namespace, name, labels)
 }
 
 func sortedPlacementKeys(pks []PlacementKey) []PlacementKey {
