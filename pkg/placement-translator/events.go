@@ -1,6 +1,9 @@
 package placementtranslator
 
 import (
+	"slices"
+
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
@@ -12,14 +15,33 @@ import (
 
 // Event handlers: each change queues the mailboxes it can affect.
 
-// placementChanged queues the mailboxes of the placement's destinations, and its status.
-func (c *Controller) placementChanged(_, obj *unstructured.Unstructured) {
+// placementChanged queues the mailboxes of the placement's destinations, and its status. An
+// update of the status alone (the translator's, the return path's or the summarizer's, which
+// during a rollout write it up to once a second each) queues only the status: nothing a
+// mailbox's reconcile reads changed, and queueing every destination's mailbox for it cost a pass
+// over all of them per status write.
+func (c *Controller) placementChanged(old, obj *unstructured.Unstructured) {
 	if obj == nil {
 		return
 	}
 	key := placementKey{logicalcluster.From(obj).String(), obj.GetName()}
-	c.enqueuePlacementMailboxes(key)
+	if !statusOnly(old, obj) {
+		c.enqueuePlacementMailboxes(key)
+	}
 	c.queue.Add(queueKey{placement: key})
+}
+
+// statusOnly says that an update left a placement as its mailboxes see it: the same generation
+// (kcp counts each change of the spec), labels, annotations, finalizers and deletion. A replayed
+// object (an informer's resync) is one too; the mailboxes are visited again with their
+// SyncTargets' resync.
+func statusOnly(old, obj *unstructured.Unstructured) bool {
+	return old != nil && obj != nil &&
+		old.GetGeneration() == obj.GetGeneration() &&
+		old.GetDeletionTimestamp().Equal(obj.GetDeletionTimestamp()) &&
+		equality.Semantic.DeepEqual(old.GetLabels(), obj.GetLabels()) &&
+		equality.Semantic.DeepEqual(old.GetAnnotations(), obj.GetAnnotations()) &&
+		slices.Equal(old.GetFinalizers(), obj.GetFinalizers())
 }
 
 // sliceChanged queues the mailboxes of the old and the new destinations.
