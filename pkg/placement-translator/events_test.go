@@ -37,7 +37,9 @@ func TestPlacementStatusQueuesNoMailbox(t *testing.T) {
 		{"resync: the same object again", p, p, 0},
 		{"spec: a new generation", p, changed(func(u *unstructured.Unstructured) { u.SetGeneration(4) }), 1},
 		{"labels", p, changed(func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{"team": "b"}) }), 1},
-		{"annotations", p, changed(func(u *unstructured.Unstructured) { u.SetAnnotations(map[string]string{"kcp.io/cluster": "ws1", "note": "x"}) }), 1},
+		{"annotations", p, changed(func(u *unstructured.Unstructured) {
+			u.SetAnnotations(map[string]string{"kcp.io/cluster": "ws1", "note": "x"})
+		}), 1},
 		{"deletion starts", p, changed(func(u *unstructured.Unstructured) {
 			now := metav1.NewTime(time.Now())
 			u.SetDeletionTimestamp(&now)
