@@ -11,6 +11,7 @@ import (
 	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
 	kcpdynamic "github.com/kcp-dev/client-go/dynamic"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -424,4 +425,26 @@ func Complete(inf SharedInformer) bool {
 		return i.Complete()
 	}
 	return inf.HasSynced()
+}
+
+// AsUnstructured is the object an event handler of these informers is given, deletions whose
+// final state is unknown included; nil for anything else.
+func AsUnstructured(obj any) *unstructured.Unstructured {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	u, _ := obj.(*unstructured.Unstructured)
+	return u
+}
+
+// LogRetry logs why a controller's reconcile failed, before the key is retried: a right that
+// edge-controller-manager's identity lacks is no passing trouble, and is said where an operator
+// looks, with what grants it (kubectl edge init grants what this version needs); anything else
+// at -v=2.
+func LogRetry(logger klog.Logger, err error) {
+	if apierrors.IsForbidden(err) {
+		logger.Error(err, "edge-controller-manager's identity lacks a right; run this version's kubectl edge init (and kubectl edge ensure wmw) again to grant it; will retry")
+		return
+	}
+	logger.V(2).Info("will retry", "err", err.Error())
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/espw"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
@@ -35,7 +36,7 @@ const problemNoConsent = "ClaimNotAccepted"
 func (c *Controller) notConsented(cluster string) map[schema.GroupResource]string {
 	items, _ := c.bindings.GetIndexer().ByIndex(kcpcache.ClusterIndexName, kcpcache.ClusterIndexKey(logicalcluster.Name(cluster)))
 	for _, item := range items {
-		u := asUnstructured(item)
+		u := espw.AsUnstructured(item)
 		b := &apisv1alpha2.APIBinding{}
 		if u == nil || runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, b) != nil {
 			continue

@@ -51,9 +51,9 @@ func (v *mailboxView) start(ctx context.Context, c *Controller) {
 		inf := c.cfg.Mailbox.NewInformer(gvr, resyncPeriod, cache.Indexers{assemblagesByPlacement: assemblagePlacementIndex}, nil)
 		_ = inf.SetTransform(transform)
 		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { c.mailboxObjectChanged(asUnstructured(obj)) },
-			UpdateFunc: func(_, obj any) { c.mailboxObjectChanged(asUnstructured(obj)) },
-			DeleteFunc: func(obj any) { c.mailboxObjectChanged(asUnstructured(obj)) },
+			AddFunc:    func(obj any) { c.mailboxObjectChanged(espw.AsUnstructured(obj)) },
+			UpdateFunc: func(_, obj any) { c.mailboxObjectChanged(espw.AsUnstructured(obj)) },
+			DeleteFunc: func(obj any) { c.mailboxObjectChanged(espw.AsUnstructured(obj)) },
 		})
 		return inf
 	}
@@ -61,7 +61,7 @@ func (v *mailboxView) start(ctx context.Context, c *Controller) {
 	// An assemblage deleted (by hand, say) is not taken for present on the strength of a write
 	// the view has not shown yet.
 	_, _ = assemblages.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
-		if u := asUnstructured(obj); u != nil {
+		if u := espw.AsUnstructured(obj); u != nil {
 			c.written.forget(logicalcluster.From(u), u.GetName())
 		}
 	}})
@@ -79,7 +79,7 @@ func (v *mailboxView) start(ctx context.Context, c *Controller) {
 const assemblagesByPlacement = "assemblagesByPlacement"
 
 func assemblagePlacementIndex(obj any) ([]string, error) {
-	u := asUnstructured(obj)
+	u := espw.AsUnstructured(obj)
 	if u == nil {
 		return nil, nil
 	}
@@ -103,7 +103,7 @@ func (v *mailboxView) assemblagesOfPlacement(pk placementKey) map[string]*edgev1
 	}
 	items, _ := inf.GetIndexer().ByIndex(assemblagesByPlacement, pk.String())
 	for _, item := range items {
-		u := asUnstructured(item)
+		u := espw.AsUnstructured(item)
 		if u == nil {
 			continue
 		}
@@ -132,7 +132,7 @@ func inMailbox(inf espw.SharedInformer, cluster logicalcluster.Name) []*unstruct
 	items, _ := inf.GetIndexer().ByIndex(kcpcache.ClusterIndexName, kcpcache.ClusterIndexKey(cluster))
 	out := make([]*unstructured.Unstructured, 0, len(items))
 	for _, item := range items {
-		if u := asUnstructured(item); u != nil {
+		if u := espw.AsUnstructured(item); u != nil {
 			out = append(out, u)
 		}
 	}

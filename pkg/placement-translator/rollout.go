@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/espw"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
@@ -127,7 +128,7 @@ func (c *Controller) placementOf(pk placementKey) *edgev1alpha1.EdgePlacement {
 		return nil
 	}
 	p := &edgev1alpha1.EdgePlacement{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(asUnstructured(item).Object, p); err != nil {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(espw.AsUnstructured(item).Object, p); err != nil {
 		return nil
 	}
 	return p
@@ -195,8 +196,8 @@ func (c *Controller) rolloutDestinations(pk placementKey, r *placementRollout, n
 			rd.labels = map[string]string{}
 			maps.Copy(rd.labels, st.GetLabels())
 			rd.stale = syncerSilent(st)
-			if cluster, _, _ := unstructured.NestedString(st.Object, "status", "mailboxCluster"); cluster != "" {
-				if a := current[cluster]; a != nil {
+			if cluster := mailboxClusterOf(st); cluster != "" {
+				if a := current[cluster.String()]; a != nil {
 					fillFromAssemblage(&rd, a)
 				}
 			}
@@ -205,7 +206,7 @@ func (c *Controller) rolloutDestinations(pk placementKey, r *placementRollout, n
 			if rd.labels == nil {
 				rd.labels = map[string]string{}
 			}
-			maps.Copy(rd.labels, asUnstructured(loc).GetLabels())
+			maps.Copy(rd.labels, espw.AsUnstructured(loc).GetLabels())
 		}
 		if res, ok := r.reserved[mb]; ok {
 			switch {
@@ -263,7 +264,7 @@ func (c *Controller) destinationsOfPlacement(pk placementKey) map[string]edgev1a
 	out := map[string]edgev1alpha1.SinglePlacement{}
 	slices, _ := c.slices.GetIndexer().ByIndex(byPlacement, pk.String())
 	for _, s := range slices {
-		for _, d := range c.decodedSlices.destinations(asUnstructured(s)) {
+		for _, d := range c.decodedSlices.destinations(espw.AsUnstructured(s)) {
 			out[mailboxName(d)] = d
 		}
 	}

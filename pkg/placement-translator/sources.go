@@ -119,9 +119,9 @@ func newSources(c *Controller, resources []resource) *sources {
 		_, _ = inf.AddEventHandler(c.workloadHandler())
 		if r.gvr.GroupResource() == crdsGVR.GroupResource() {
 			_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-				AddFunc:    func(obj any) { s.crdChanged(asUnstructured(obj), false) },
-				UpdateFunc: func(_, obj any) { s.crdChanged(asUnstructured(obj), false) },
-				DeleteFunc: func(obj any) { s.crdChanged(asUnstructured(obj), true) },
+				AddFunc:    func(obj any) { s.crdChanged(espw.AsUnstructured(obj), false) },
+				UpdateFunc: func(_, obj any) { s.crdChanged(espw.AsUnstructured(obj), false) },
+				DeleteFunc: func(obj any) { s.crdChanged(espw.AsUnstructured(obj), true) },
 			})
 		}
 		s.informers[r.gvr] = inf
@@ -230,9 +230,9 @@ func (c *Controller) workloadHandler() cache.ResourceEventHandler {
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { changed(nil, asUnstructured(obj)) },
-		UpdateFunc: func(old, obj any) { changed(asUnstructured(old), asUnstructured(obj)) },
-		DeleteFunc: func(obj any) { changed(nil, asUnstructured(obj)) },
+		AddFunc:    func(obj any) { changed(nil, espw.AsUnstructured(obj)) },
+		UpdateFunc: func(old, obj any) { changed(espw.AsUnstructured(old), espw.AsUnstructured(obj)) },
+		DeleteFunc: func(obj any) { changed(nil, espw.AsUnstructured(obj)) },
 	}
 }
 
@@ -260,7 +260,7 @@ func (s *sources) objectsOf(cluster logicalcluster.Name) (objs []workloadObject,
 	for _, r := range s.resources {
 		items, _ := s.informers[r.gvr].GetIndexer().ByIndex(kcpcache.ClusterIndexName, kcpcache.ClusterIndexKey(cluster))
 		for _, item := range items {
-			if u := asUnstructured(item); u != nil {
+			if u := espw.AsUnstructured(item); u != nil {
 				objs = append(objs, workloadObject{r, u})
 			}
 		}
@@ -275,7 +275,7 @@ func (s *sources) objectsOf(cluster logicalcluster.Name) (objs []workloadObject,
 			return nil, false
 		}
 		for _, item := range src.informer.GetStore().List() {
-			if u := asUnstructured(item); u != nil {
+			if u := espw.AsUnstructured(item); u != nil {
 				objs = append(objs, workloadObject{src.resource, u})
 			}
 		}
@@ -293,7 +293,7 @@ func (s *sources) namespaceLabels(cluster logicalcluster.Name, name string) map[
 	if !exists {
 		return nil
 	}
-	u := asUnstructured(item)
+	u := espw.AsUnstructured(item)
 	if u == nil {
 		return nil
 	}
@@ -353,5 +353,5 @@ func (s *sources) get(gvr schema.GroupVersionResource, cluster, namespace, name 
 	if !exists {
 		return nil, true
 	}
-	return asUnstructured(item), true
+	return espw.AsUnstructured(item), true
 }

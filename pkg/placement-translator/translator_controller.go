@@ -43,7 +43,6 @@ import (
 	kcpdynamic "github.com/kcp-dev/client-go/dynamic"
 	"github.com/kcp-dev/logicalcluster/v3"
 	kcpclientset "github.com/kcp-dev/sdk/client/clientset/versioned/cluster"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -191,7 +190,7 @@ func NewController(cfg Config) (*Controller, error) {
 	c.decodedSlices = newSliceDecoder(func() map[types.UID]bool {
 		live := map[types.UID]bool{}
 		for _, item := range c.slices.GetStore().List() {
-			if u := asUnstructured(item); u != nil {
+			if u := espw.AsUnstructured(item); u != nil {
 				live[u.GetUID()] = true
 			}
 		}
@@ -210,9 +209,9 @@ func NewController(cfg Config) (*Controller, error) {
 
 	handle := func(informer espw.SharedInformer, onChange func(old, obj *unstructured.Unstructured)) error {
 		_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { onChange(nil, asUnstructured(obj)) },
-			UpdateFunc: func(old, obj any) { onChange(asUnstructured(old), asUnstructured(obj)) },
-			DeleteFunc: func(obj any) { onChange(nil, asUnstructured(obj)) },
+			AddFunc:    func(obj any) { onChange(nil, espw.AsUnstructured(obj)) },
+			UpdateFunc: func(old, obj any) { onChange(espw.AsUnstructured(old), espw.AsUnstructured(obj)) },
+			DeleteFunc: func(obj any) { onChange(nil, espw.AsUnstructured(obj)) },
 		})
 		return err
 	}
@@ -288,7 +287,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	// Every mailbox that is ready is visited once, so that what was projected before a restart,
 	// and is no longer wanted, goes.
 	for _, obj := range c.syncTargets.GetStore().List() {
-		if name := mailboxOf(asUnstructured(obj)); name != "" {
+		if name := mailboxOf(espw.AsUnstructured(obj)); name != "" {
 			c.queue.Add(queueKey{mailbox: name})
 		}
 	}
@@ -332,13 +331,8 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		requeue, err = c.writePlacementStatus(klog.NewContext(ctx, logger), key.placement)
 	}
 	switch {
-	case err != nil && apierrors.IsForbidden(err):
-		// A right the controllers' identity lacks is no passing trouble: say so where an
-		// operator looks, not only at -v=2. kubectl edge init grants what this version needs.
-		logger.Error(err, "edge-controller-manager's identity lacks a right; run this version's kubectl edge init (and kubectl edge ensure wmw) again to grant it; will retry", "key", key)
-		c.queue.AddRateLimited(key)
 	case err != nil:
-		logger.V(2).Info("will retry", "key", key, "err", err.Error())
+		espw.LogRetry(logger, err)
 		c.queue.AddRateLimited(key)
 	case requeue > 0:
 		c.queue.Forget(key)
@@ -374,14 +368,6 @@ func (c *Controller) forgetMailbox(name string) {
 	c.mailboxesMu.Lock()
 	defer c.mailboxesMu.Unlock()
 	delete(c.mailboxes, name)
-}
-
-func asUnstructured(obj any) *unstructured.Unstructured {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	u, _ := obj.(*unstructured.Unstructured)
-	return u
 }
 
 // mailboxName is the mailbox workspace name of a destination.

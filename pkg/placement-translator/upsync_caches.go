@@ -55,7 +55,7 @@ func (c *Controller) UpsyncCaches() upsync.Caches {
 			if !ok {
 				return ""
 			}
-			return mailboxClusterOf(asUnstructured(item))
+			return mailboxClusterOf(espw.AsUnstructured(item))
 		},
 		NotConsented:          c.notConsented,
 		DeliveredByOthersOnly: c.deliveredByOthersOnly,
@@ -97,7 +97,7 @@ func (c *Controller) deliveredByOthersOnly(mailbox logicalcluster.Name, cluster,
 func (c *Controller) syncTargetOfMailboxCluster(cluster logicalcluster.Name) *unstructured.Unstructured {
 	items, _ := c.syncTargets.GetIndexer().ByIndex(syncTargetsByMailboxCluster, cluster.String())
 	for _, item := range items {
-		if u := asUnstructured(item); u != nil {
+		if u := espw.AsUnstructured(item); u != nil {
 			return u
 		}
 	}
@@ -116,7 +116,7 @@ func mailboxClusterOf(st *unstructured.Unstructured) logicalcluster.Name {
 
 // syncTargetMailboxCluster is the syncTargetsByMailboxCluster index function.
 func syncTargetMailboxCluster(obj any) ([]string, error) {
-	if cluster := mailboxClusterOf(asUnstructured(obj)); cluster != "" {
+	if cluster := mailboxClusterOf(espw.AsUnstructured(obj)); cluster != "" {
 		return []string{cluster.String()}, nil
 	}
 	return nil, nil

@@ -216,7 +216,7 @@ func newController(cfg Config, placements, slices, syncTargets espw.SharedInform
 func sliceIndexers() cache.Indexers {
 	return cache.Indexers{
 		slicesByPlacement: func(obj any) ([]string, error) {
-			u := asUnstructured(obj)
+			u := espw.AsUnstructured(obj)
 			if p := u.GetLabels()[edgev1alpha1.LabelPlacement]; p != "" {
 				return []string{logicalcluster.From(u).String() + "|" + p}, nil
 			}
@@ -224,7 +224,7 @@ func sliceIndexers() cache.Indexers {
 		},
 		slicesBySyncTarget: func(obj any) ([]string, error) {
 			var keys []string
-			for _, d := range edgev1alpha1.SliceDestinations(asUnstructured(obj)) {
+			for _, d := range edgev1alpha1.SliceDestinations(espw.AsUnstructured(obj)) {
 				keys = append(keys, d.Cluster+"|"+d.SyncTargetName)
 			}
 			return keys, nil
@@ -363,16 +363,8 @@ func (q *coalescingQueue[K]) Retry(key K) { q.AddRateLimited(key) }
 
 // --- events -----------------------------------------------------------------------------------
 
-func asUnstructured(obj any) *unstructured.Unstructured {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	u, _ := obj.(*unstructured.Unstructured)
-	return u
-}
-
 func (c *Controller) placementChanged(obj any) {
-	u := asUnstructured(obj)
+	u := espw.AsUnstructured(obj)
 	if u == nil {
 		return
 	}
@@ -384,14 +376,14 @@ func (c *Controller) placementChanged(obj any) {
 // placementUpdated reacts to a change of a placement's spec (or its deletion starting); its
 // status, which this controller and others write, changes nothing in its summary.
 func (c *Controller) placementUpdated(old, obj any) {
-	o, u := asUnstructured(old), asUnstructured(obj)
+	o, u := espw.AsUnstructured(old), espw.AsUnstructured(obj)
 	if o == nil || u == nil || o.GetGeneration() != u.GetGeneration() || o.GetDeletionTimestamp().IsZero() != u.GetDeletionTimestamp().IsZero() {
 		c.placementChanged(obj)
 	}
 }
 
 func (c *Controller) sliceChanged(obj any) {
-	u := asUnstructured(obj)
+	u := espw.AsUnstructured(obj)
 	if u == nil {
 		return
 	}
@@ -405,7 +397,7 @@ func (c *Controller) sliceChanged(obj any) {
 // syncTargetUpdated reacts to a SyncTarget's update only when what summaries read of it changed:
 // whether its syncer is stale and why, and its mailbox.
 func (c *Controller) syncTargetUpdated(old, obj any) {
-	o, u := asUnstructured(old), asUnstructured(obj)
+	o, u := espw.AsUnstructured(old), espw.AsUnstructured(obj)
 	wasStale, _, wasWhy := syncerStaleness(o)
 	isStale, _, isWhy := syncerStaleness(u)
 	if wasStale != isStale || wasWhy != isWhy || mailboxClusterOf(o) != mailboxClusterOf(u) {
@@ -414,7 +406,7 @@ func (c *Controller) syncTargetUpdated(old, obj any) {
 }
 
 func (c *Controller) syncTargetChanged(obj any) {
-	u := asUnstructured(obj)
+	u := espw.AsUnstructured(obj)
 	if u == nil {
 		return
 	}
@@ -429,7 +421,7 @@ func (c *Controller) syncTargetChanged(obj any) {
 // too), and what was queued before was put off.
 func (c *Controller) enqueueAll() {
 	for _, obj := range c.placements.GetStore().List() {
-		if u := asUnstructured(obj); u != nil {
+		if u := espw.AsUnstructured(obj); u != nil {
 			c.placementQueue.Enqueue(placementKey{cluster: logicalcluster.From(u).String(), name: u.GetName()})
 		}
 	}
@@ -513,7 +505,7 @@ func (c *Controller) wantsSingletonStatus(pk placementKey) bool {
 	if !exists {
 		return false
 	}
-	want, _, _ := unstructured.NestedBool(asUnstructured(item).Object, "spec", "wantSingletonReportedState")
+	want, _, _ := unstructured.NestedBool(espw.AsUnstructured(item).Object, "spec", "wantSingletonReportedState")
 	return want
 }
 

@@ -23,6 +23,7 @@ import (
 	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/espw"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
@@ -51,10 +52,10 @@ func (c *Controller) destinationsOf(pk placementKey) []destination {
 	slices, _ := c.slices.GetIndexer().ByIndex(slicesByPlacement, pk.String())
 	var out []destination
 	for _, s := range slices {
-		for _, d := range edgev1alpha1.SliceDestinations(asUnstructured(s)) {
+		for _, d := range edgev1alpha1.SliceDestinations(espw.AsUnstructured(s)) {
 			dst := destination{SinglePlacement: d}
 			if st, exists, _ := c.syncTargets.GetIndexer().GetByKey(kcpcache.ToClusterAwareKey(d.Cluster, "", d.SyncTargetName)); exists {
-				if u := asUnstructured(st); u != nil && u.GetUID() == d.SyncTargetUID {
+				if u := espw.AsUnstructured(st); u != nil && u.GetUID() == d.SyncTargetUID {
 					dst.mailbox = mailboxClusterOf(u)
 					dst.stale, dst.staleSince, dst.staleReason = syncerStaleness(u)
 				}
@@ -76,7 +77,7 @@ func (c *Controller) syncPlacement(ctx context.Context, pk placementKey) error {
 		c.brokenMu.Unlock()
 		return nil
 	}
-	u := asUnstructured(item)
+	u := espw.AsUnstructured(item)
 	p := &edgev1alpha1.EdgePlacement{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, p); err != nil {
 		return nil // not for this version to summarize

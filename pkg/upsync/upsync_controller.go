@@ -29,7 +29,6 @@ import (
 	"time"
 
 	"github.com/kcp-dev/logicalcluster/v3"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -160,9 +159,9 @@ func NewController(cfg Config) (*Controller, error) {
 	c.sources = newSources(c)
 	handle := func(informer espw.SharedInformer, onChange func(old, obj *unstructured.Unstructured)) error {
 		_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { onChange(nil, asUnstructured(obj)) },
-			UpdateFunc: func(old, obj any) { onChange(asUnstructured(old), asUnstructured(obj)) },
-			DeleteFunc: func(obj any) { onChange(nil, asUnstructured(obj)) },
+			AddFunc:    func(obj any) { onChange(nil, espw.AsUnstructured(obj)) },
+			UpdateFunc: func(old, obj any) { onChange(espw.AsUnstructured(old), espw.AsUnstructured(obj)) },
+			DeleteFunc: func(obj any) { onChange(nil, espw.AsUnstructured(obj)) },
 		})
 		return err
 	}
@@ -231,23 +230,11 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		logger = logger.WithValues("placement", key.placement.String())
 		err = c.writeConditions(klog.NewContext(ctx, logger), key.placement)
 	}
-	switch {
-	case err != nil && apierrors.IsForbidden(err):
-		logger.Error(err, "edge-controller-manager's identity lacks a right; run this version's kubectl edge init (and kubectl edge ensure wmw) again to grant it; will retry")
+	if err != nil {
+		espw.LogRetry(logger, err)
 		c.queue.AddRateLimited(key)
-	case err != nil:
-		logger.V(2).Info("will retry", "err", err.Error())
-		c.queue.AddRateLimited(key)
-	default:
+	} else {
 		c.queue.Forget(key)
 	}
 	return true
-}
-
-func asUnstructured(obj any) *unstructured.Unstructured {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	u, _ := obj.(*unstructured.Unstructured)
-	return u
 }

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/espw"
 )
 
 // Key is an object identity in a workload workspace, whose up-synced copy to reconcile.
@@ -59,7 +60,7 @@ func (c *Controller) placement(pk PlacementKey) *unstructured.Unstructured {
 	if !exists {
 		return nil
 	}
-	return asUnstructured(item)
+	return espw.AsUnstructured(item)
 }
 
 // rules returns the spec.upsync of a placement in the cache.
@@ -72,7 +73,7 @@ func (c *Controller) placementsIn(cluster logicalcluster.Name) []*unstructured.U
 	items, _ := c.caches.Placements.GetIndexer().ByIndex(kcpcache.ClusterIndexName, kcpcache.ClusterIndexKey(cluster))
 	out := make([]*unstructured.Unstructured, 0, len(items))
 	for _, item := range items {
-		if u := asUnstructured(item); u != nil {
+		if u := espw.AsUnstructured(item); u != nil {
 			out = append(out, u)
 		}
 	}
@@ -135,13 +136,13 @@ func (c *Controller) bindingChanged(_, obj *unstructured.Unstructured) {
 // workload workspaces it goes back to.
 func (c *Controller) upsyncedHandler(gr schema.GroupResource) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { c.upsyncedChanged(gr, asUnstructured(obj)) },
+		AddFunc: func(obj any) { c.upsyncedChanged(gr, espw.AsUnstructured(obj)) },
 		UpdateFunc: func(old, obj any) {
-			if o, n := asUnstructured(old), asUnstructured(obj); o != nil && n != nil && o.GetResourceVersion() != n.GetResourceVersion() {
+			if o, n := espw.AsUnstructured(old), espw.AsUnstructured(obj); o != nil && n != nil && o.GetResourceVersion() != n.GetResourceVersion() {
 				c.upsyncedChanged(gr, n)
 			}
 		},
-		DeleteFunc: func(obj any) { c.upsyncedChanged(gr, asUnstructured(obj)) },
+		DeleteFunc: func(obj any) { c.upsyncedChanged(gr, espw.AsUnstructured(obj)) },
 	}
 }
 
@@ -199,7 +200,7 @@ func (c *Controller) enqueueScan(pk PlacementKey, rules []edgev1alpha1.UpsyncSet
 		for gr, inf := range watching {
 			items, _ := inf.GetIndexer().ByIndex(kcpcache.ClusterIndexName, kcpcache.ClusterIndexKey(mbCluster))
 			for _, item := range items {
-				u := asUnstructured(item)
+				u := espw.AsUnstructured(item)
 				if isUpsyncedInMailbox(u) && edgev1alpha1.UpsyncCovers(rules, gr.Group, gr.Resource, u.GetNamespace(), u.GetName()) {
 					c.queue.Add(queueKey{object: Key{Cluster: pk.Cluster, GR: gr, Namespace: u.GetNamespace(), Name: u.GetName()}})
 				}
@@ -223,7 +224,7 @@ func (c *Controller) enqueueReturned(cluster string) {
 			items, _ = indexer.ByIndex(returnedByCluster, kcpcache.ClusterIndexKey(logicalcluster.Name(cluster)))
 		}
 		for _, item := range items {
-			if u := asUnstructured(item); u != nil {
+			if u := espw.AsUnstructured(item); u != nil {
 				c.queue.Add(queueKey{object: Key{Cluster: logicalcluster.From(u).String(), GR: r.GVR.GroupResource(), Namespace: u.GetNamespace(), Name: u.GetName()}})
 			}
 		}
@@ -237,7 +238,7 @@ func (c *Controller) enqueueMailbox(mbCluster logicalcluster.Name) {
 	for gr, inf := range c.sources.watchingAll() {
 		items, _ := inf.GetIndexer().ByIndex(kcpcache.ClusterIndexName, kcpcache.ClusterIndexKey(mbCluster))
 		for _, item := range items {
-			c.upsyncedChanged(gr, asUnstructured(item))
+			c.upsyncedChanged(gr, espw.AsUnstructured(item))
 		}
 	}
 }

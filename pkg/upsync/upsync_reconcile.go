@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/espw"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
@@ -115,7 +116,7 @@ func (c *Controller) upsyncCandidates(key Key) (cands []upsyncCandidate, known b
 	}
 	items, _ := inf.GetIndexer().ByIndex(byIdentity, key.Namespace+"/"+key.Name)
 	for _, item := range items {
-		u := asUnstructured(item)
+		u := espw.AsUnstructured(item)
 		if !isUpsyncedInMailbox(u) || u.GetDeletionTimestamp() != nil {
 			continue
 		}

@@ -345,7 +345,7 @@ func (s *sources) knownLocked(export string) bool {
 
 // identityIndex is the byIdentity index function.
 func identityIndex(obj any) ([]string, error) {
-	u := asUnstructured(obj)
+	u := espw.AsUnstructured(obj)
 	if u == nil {
 		return nil, nil
 	}
@@ -355,7 +355,7 @@ func identityIndex(obj any) ([]string, error) {
 // returnedIndex is the returnedByCluster index function: the workspace of an object that the
 // return path made.
 func returnedIndex(obj any) ([]string, error) {
-	u := asUnstructured(obj)
+	u := espw.AsUnstructured(obj)
 	if u == nil || !isReturned(u) {
 		return nil, nil
 	}

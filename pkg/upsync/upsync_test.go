@@ -17,6 +17,7 @@ import (
 
 	"github.com/kcp-dev/edge-mc/internal/informertest"
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/espw"
 )
 
 var (
@@ -362,7 +363,7 @@ func newTestController(t *testing.T) (*Controller, cache.SharedIndexInformer) {
 				}
 				out := map[PlacementKey]edgev1alpha1.SinglePlacement{}
 				for _, item := range placements.GetStore().List() {
-					u := asUnstructured(item)
+					u := espw.AsUnstructured(item)
 					out[PlacementKey{logicalcluster.From(u).String(), u.GetName()}] = st1
 				}
 				return out
