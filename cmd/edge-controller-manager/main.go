@@ -37,6 +37,7 @@ func main() {
 	controllers := fs.StringSlice("controllers", manager.AvailableControllers(), "controllers to run: mailbox, scheduler, placement-translator, status-summarizer")
 	workers := fs.Int("workers", 8, "reconciles at once, per controller")
 	httpAddress := fs.String("http-address", ":8090", "address serving /healthz, /readyz and /metrics")
+	profilerAddress := fs.String("profiler-address", "", "address serving Go's profiles under /debug/pprof/ (none if empty); loopback preferably, e.g. 127.0.0.1:6060: a profile shows the process's work to whoever reaches it")
 	leaderElect := fs.Bool("leader-elect", true, "elect a leader among replicas with a Lease in the ESPW, so that several replicas are safe")
 	leaderElectionID := fs.String("leader-election-id", "edge-controller-manager", "name of the leader election Lease")
 	hostname, _ := os.Hostname()
@@ -104,6 +105,7 @@ func main() {
 		Controllers:          *controllers,
 		Workers:              *workers,
 		HTTPAddress:          *httpAddress,
+		ProfilerAddress:      *profilerAddress,
 		LeaderElect:          *leaderElect,
 		LeaderElectionID:     *leaderElectionID,
 		Identity:             *identity,

@@ -1,5 +1,6 @@
 // Package health serves the HTTP endpoints of edge-mc's processes: /healthz (the process lives),
-// /readyz (ready, or why not) and Prometheus /metrics from the component-base legacy registry.
+// /readyz (ready, or why not) and Prometheus /metrics from the component-base legacy registry;
+// and, on a listener of its own where an operator asks for it, Go's profiles.
 package health
 
 import (
@@ -7,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"time"
 
@@ -46,6 +48,30 @@ func ServeChecks(address string, ready func(excluded map[string]bool) (bool, str
 	go func() {
 		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			fmt.Fprintf(os.Stderr, "http server: %v\n", err)
+		}
+	}()
+	return srv, nil
+}
+
+// ServeProfiler serves Go's CPU, heap and goroutine profiles (net/http/pprof, under
+// /debug/pprof/) on address in the background until the returned server is closed. It is a
+// listener of its own, apart from Serve's, so that an operator opens it only where asked, on
+// loopback preferably: a profile shows the process's work to whoever reaches it.
+func ServeProfiler(address string) (*http.Server, error) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	l, err := net.Listen("tcp", address)
+	if err != nil {
+		return nil, fmt.Errorf("serving profiles on %s: %w", address, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintf(os.Stderr, "profiler server: %v\n", err)
 		}
 	}()
 	return srv, nil

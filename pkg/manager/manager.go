@@ -75,6 +75,8 @@ type Options struct {
 	Workers int
 	// HTTPAddress serves /healthz, /readyz and /metrics.
 	HTTPAddress string
+	// ProfilerAddress, if set, serves Go's profiles (/debug/pprof/) on a listener of its own.
+	ProfilerAddress string
 	// LeaderElect turns on leader election among replicas.
 	LeaderElect bool
 	// LeaderElectionID names the election's Lease in the ESPW's default namespace.
@@ -144,6 +146,14 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer srv.Close()
+	if o.ProfilerAddress != "" {
+		profiler, err := health.ServeProfiler(o.ProfilerAddress)
+		if err != nil {
+			return err
+		}
+		defer profiler.Close()
+		logger.Info("serving profiles", "address", o.ProfilerAddress)
+	}
 
 	for {
 		roundCtx, endRound := context.WithCancel(ctx)

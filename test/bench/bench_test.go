@@ -184,8 +184,8 @@ func TestSmallFleet(t *testing.T) {
 		}
 	}
 	// The profiles of -profile.
-	for _, phase := range []string{"fanout", "idle"} {
-		for _, name := range []string{"kcp-center", "kcp-edge", "syncers"} {
+	for _, phase := range []string{"fanout", "update", "idle"} {
+		for _, name := range []string{"kcp-center", "kcp-edge", "edge-controller-manager", "syncers"} {
 			if st, err := os.Stat(filepath.Join(c.profileDir, name+"-"+phase+".cpu.pprof")); err != nil || st.Size() == 0 {
 				t.Errorf("no CPU profile of %s during the %s: %v", name, phase, err)
 			}

@@ -56,7 +56,7 @@ type fleet struct {
 	wmwCluster   logicalcluster.Name
 	ecm, syncers *framework.Command
 
-	ecmAddress, syncersAddress, syncersPprofAddress string
+	ecmAddress, ecmPprofAddress, syncersAddress, syncersPprofAddress string
 
 	dests []*destination
 	// Each kcp's RSS when fresh: started, nothing created in it yet.
@@ -194,14 +194,15 @@ func (f *fleet) setUpCenter(ctx context.Context) error {
 			return err
 		}
 	}
-	ports, err := framework.FreePorts(1)
+	ports, err := framework.FreePorts(2)
 	if err != nil {
 		return err
 	}
 	f.ecmAddress = "127.0.0.1:" + strconv.Itoa(ports[0])
+	f.ecmPprofAddress = "127.0.0.1:" + strconv.Itoa(ports[1])
 	f.ecm, err = framework.StartCommand(filepath.Join(f.binDir, "edge-controller-manager"), filepath.Join(f.dir, "edge-controller-manager.log"),
 		"--kubeconfig", f.center.KubeconfigPath, "--espw", f.espw.String(), "--workers", strconv.Itoa(f.cfg.Workers),
-		"--http-address", f.ecmAddress)
+		"--http-address", f.ecmAddress, "--profiler-address", f.ecmPprofAddress)
 	if err != nil {
 		return err
 	}

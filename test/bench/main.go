@@ -61,8 +61,8 @@
 // (N=300, K=10; BENCH_ARGS passes more flags) or `go run ./test/bench -n 300 -k 10`; it needs
 // bin/kcp (make tools) and builds edge-mc's commands from the current tree. -keep leaves the
 // fleet running for profiling until interrupted (the bare kcp is then not measured); -profile
-// DIR saves CPU profiles of both kcp servers and of the syncers' process, taken during the
-// fan-out and the idle window. See docs/performance.md.
+// DIR saves CPU profiles of both kcp servers, edge-controller-manager and the syncers'
+// process, taken from the start of the fan-out, of the update and of the idle window. See docs/performance.md.
 package main
 
 import (
@@ -142,7 +142,7 @@ func main() {
 	flag.DurationVar(&c.statusTimeout, "status-timeout", time.Minute, "how long the status phase waits for the summary to appear, and for each change to show in it")
 	flag.DurationVar(&c.idle, "idle", time.Minute, "the window over which idle CPU is measured")
 	flag.StringVar(&c.jsonOut, "json", "", "also write the figures as JSON to this file")
-	flag.StringVar(&c.profileDir, "profile", "", "save CPU profiles of both kcp servers and of the syncers' process, taken during the fan-out, into this directory")
+	flag.StringVar(&c.profileDir, "profile", "", "save CPU profiles of both kcp servers, edge-controller-manager and the syncers' process, taken from the start of the fan-out, the update and the idle window, into this directory")
 	flag.IntVar(&c.ProfileSeconds, "profile-seconds", 30, "length of the -profile CPU profiles")
 	flag.BoolVar(&c.NoWebhookAdmission, "no-webhook-admission", false,
 		"start the center kcp (and the bare kcp it is compared with) with "+noWebhookAdmission+": no admission webhooks in that kcp")

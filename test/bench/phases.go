@@ -185,7 +185,7 @@ func (f *fleet) describe() {
 		say("  center front-proxy %s (pid %d), cache server (pid %d)", f.sharded.ProxyURL, f.sharded.FrontProxyPID(), f.sharded.CachePID())
 	}
 	say("  edge kcp (pid %d): KUBECONFIG=%s; pclusters root:pc-%s ...; profile http://%s/debug/pprof/", f.edge.PID(), f.edge.KubeconfigPath, f.dests[0].name, f.edge.ProfilerAddress)
-	say("  edge-controller-manager (pid %d): http://%s/metrics, log %s", f.ecm.PID(), f.ecmAddress, f.ecm.LogPath())
+	say("  edge-controller-manager (pid %d): http://%s/metrics, http://%s/debug/pprof/, log %s", f.ecm.PID(), f.ecmAddress, f.ecmPprofAddress, f.ecm.LogPath())
 	say("  syncers (pid %d): http://%s/metrics, http://%s/debug/pprof/, log %s", f.syncers.PID(), f.syncersAddress, f.syncersPprofAddress, f.syncers.LogPath())
 }
 
@@ -330,7 +330,8 @@ func (f *fleet) fanout(ctx context.Context, feed *assemblageFeed, mailboxes, edg
 	return nil
 }
 
-// takeProfiles takes CPU profiles of both kcp servers and of the syncers' process at once, for
+// takeProfiles takes CPU profiles of both kcp servers, edge-controller-manager and the syncers'
+// process at once, for
 // the given seconds, into -profile, named after the phase; the channel receives their errors
 // when all are done.
 func (f *fleet) takeProfiles(ctx context.Context, phase string, seconds int) <-chan error {
@@ -344,13 +345,14 @@ func (f *fleet) takeProfiles(ctx context.Context, phase string, seconds int) <-c
 		}
 		targets = append(targets, target{name, s.profilerAddress})
 	}
-	targets = append(targets, target{"kcp-edge", f.edge.ProfilerAddress}, target{"syncers", f.syncersPprofAddress})
+	targets = append(targets, target{"kcp-edge", f.edge.ProfilerAddress}, target{"edge-controller-manager", f.ecmPprofAddress},
+		target{"syncers", f.syncersPprofAddress})
 	done := make(chan error, 1)
 	if err := os.MkdirAll(c.profileDir, 0o755); err != nil {
 		done <- err
 		return done
 	}
-	say("profiles: taking %ds CPU profiles of the center's kcp (every shard), the edge kcp and the syncers into %s", seconds, c.profileDir)
+	say("profiles: taking %ds CPU profiles of the center's kcp (every shard), the edge kcp, edge-controller-manager and the syncers into %s", seconds, c.profileDir)
 	go func() {
 		errs := make([]error, len(targets))
 		_ = framework.ForEach(len(targets), len(targets), func(i int) error {
@@ -412,6 +414,10 @@ func (f *fleet) update(ctx context.Context, mailboxes, edges *view, fig *updateF
 	deployments := wmw.Resource(deploymentsGVR).Namespace(groupNamespace(0))
 	say("update: the image of Deployment %s/%s, placed at %d destinations", groupNamespace(0), deploymentName, len(dests))
 	requests := f.countCenter(ctx)
+	var profiles <-chan error
+	if f.cfg.profileDir != "" {
+		profiles = f.takeProfiles(ctx, "update", f.cfg.ProfileSeconds)
+	}
 	t0 := time.Now()
 	// The status summarizer writes the object's executing-count annotation now and then: read
 	// and write again on a conflict, as any client would.
@@ -448,6 +454,11 @@ func (f *fleet) update(ctx context.Context, mailboxes, edges *view, fig *updateF
 	fig.P50Seconds, fig.P90Seconds, fig.P99Seconds = percentile(times, 0.50), percentile(times, 0.90), percentile(times, 0.99)
 	say("update: in every assemblage after %.2fs (p90 %.2fs), at every edge after %.2fs (p90 %.2fs); %.0f assemblage writes",
 		fig.MailboxMaxSeconds, fig.MailboxP90Seconds, fig.MaxSeconds, fig.P90Seconds, fig.AssemblageWrites)
+	if profiles != nil {
+		if err := <-profiles; err != nil {
+			say("profiles: %v", err)
+		}
+	}
 	return nil
 }
 

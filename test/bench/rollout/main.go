@@ -368,7 +368,7 @@ func (b *bench) setUp(ctx context.Context, res *result) error {
 	if b.s, err = framework.StartKCP(); err != nil {
 		return err
 	}
-	if b.binDir, err = buildManager(b.cfg.profileDir != ""); err != nil {
+	if b.binDir, err = framework.BuildPackages("./cmd/edge-controller-manager"); err != nil {
 		return err
 	}
 	base := logicalcluster.NewPath("root:bench")
@@ -386,15 +386,13 @@ func (b *bench) setUp(ctx context.Context, res *result) error {
 		return err
 	}
 	address := "127.0.0.1:" + strconv.Itoa(ports[0])
+	args := []string{"--kubeconfig", b.s.KubeconfigPath, "--espw", b.espw.String(), "--workers", strconv.Itoa(b.cfg.Workers),
+		"--http-address", address, "--controllers", "mailbox,scheduler,placement-translator,status-summarizer"}
 	if b.cfg.profileDir != "" {
 		b.ecmPprof = "127.0.0.1:" + strconv.Itoa(ports[1])
-		if err := os.Setenv(pprofAddressEnv, b.ecmPprof); err != nil {
-			return err
-		}
+		args = append(args, "--profiler-address", b.ecmPprof)
 	}
-	b.ecm, err = framework.StartCommand(filepath.Join(b.binDir, "edge-controller-manager"), filepath.Join(b.dir, "edge-controller-manager.log"),
-		"--kubeconfig", b.s.KubeconfigPath, "--espw", b.espw.String(), "--workers", strconv.Itoa(b.cfg.Workers),
-		"--http-address", address, "--controllers", "mailbox,scheduler,placement-translator,status-summarizer")
+	b.ecm, err = framework.StartCommand(filepath.Join(b.binDir, "edge-controller-manager"), filepath.Join(b.dir, "edge-controller-manager.log"), args...)
 	if err != nil {
 		return err
 	}
