@@ -69,7 +69,8 @@ func TestSmallFleet(t *testing.T) {
 		"update": {"destinations": positive, "mailboxP50Seconds": positive, "mailboxP90Seconds": positive, "mailboxMaxSeconds": positive,
 			"p50Seconds": positive, "p90Seconds": positive, "p99Seconds": positive, "maxSeconds": positive, "p90RatioToRaw": positive,
 			"assemblageWrites": positive, "centerWrites": list},
-		"status": {"destinations": positive, "measured": anything, "notMeasured": anything, "p50Seconds": anything, "p99Seconds": anything, "maxSeconds": anything},
+		"status": {"destinations": positive, "measured": anything, "notMeasured": anything, "p50Seconds": anything, "p99Seconds": anything, "maxSeconds": anything,
+			"streamP50Seconds": anything, "streamP99Seconds": anything, "coalescePeriodSeconds": anything},
 		"idle": {"windowSeconds": positive, "controllerCPUPercent": anything, "syncersCPUPercent": anything, "centerKCPCPUPercent": positive,
 			"edgeKCPCPUPercent": anything, "centerKCPRatioToBare": positive, "centerKCPRequests": list, "edgeKCPRequests": list},
 		"memory": {"controllerRSSMB": positive, "controllerPeakRSSMB": positive, "syncersRSSMB": positive, "syncersRSSPerSyncerMB": positive,
@@ -168,7 +169,7 @@ func TestSmallFleet(t *testing.T) {
 	// The status phase either measured (numbers) or says why not (null figures).
 	status := got["status"]
 	if status["measured"] == true {
-		for _, field := range []string{"p50Seconds", "p99Seconds", "maxSeconds"} {
+		for _, field := range []string{"p50Seconds", "p99Seconds", "maxSeconds", "streamP50Seconds", "streamP99Seconds", "coalescePeriodSeconds"} {
 			if n, ok := status[field].(float64); !ok || n <= 0 {
 				t.Errorf("status was measured but status.%s is %v", field, status[field])
 			}

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	statussummarizer "github.com/kcp-dev/edge-mc/pkg/status-summarizer"
 	"github.com/kcp-dev/edge-mc/test/framework"
 )
 
@@ -481,39 +482,76 @@ func (f *fleet) status(ctx context.Context, placements *placementsView, fig *sta
 		say("status: not measured: %s", fig.NotMeasured)
 		return nil
 	}
-	var times []float64
-	for k := range m {
-		d := f.dests[all[k*len(all)/m]]
-		before := placements.summary(name).Ready
-		counted := placements.await(name, func(s *edgev1alpha1.DestinationCounts) bool { return s != nil && s.Ready > before })
-		t0 := time.Now()
-		if err := makeDeploymentReady(ctx, d); err != nil {
-			return err
-		}
-		at, err := await(ctx, counted, timeout, "the summary", func() (int, string) {
-			return 0, fmt.Sprintf("status: summary of %s is %+v, waiting for ready > %d", name, placements.summary(name), before)
-		})
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			fig.NotMeasured = fmt.Sprintf("status.summary.ready of EdgePlacement %s stayed at %d for %s after the Deployment at %s turned ready (%d of %d changes seen)",
-				name, before, timeout, d.name, k, m)
-			say("status: not measured: %s", fig.NotMeasured)
-			return nil
-		}
-		times = append(times, at.Sub(t0).Seconds())
+	// Isolated changes: each after the summarizer's coalescing period has passed since the
+	// summary last changed, so that it is written at once, as a change in a quiet fleet is.
+	isolated, err := f.statusChanges(ctx, placements, fig, all, m, true, statussummarizer.CoalescePeriod)
+	if err != nil || isolated == nil {
+		return err
 	}
-	sort.Float64s(times)
-	p50, p99, maxSeconds := percentile(times, 0.50), percentile(times, 0.99), times[len(times)-1]
+	// A stream of changes, each made as soon as the one before shows: each waits for the end of
+	// the summarizer's period begun by the one before (one placement status write a period).
+	stream, err := f.statusChanges(ctx, placements, fig, all, m, false, 0)
+	if err != nil || stream == nil {
+		return err
+	}
+	sort.Float64s(isolated)
+	sort.Float64s(stream)
+	p50, p99, maxSeconds := percentile(isolated, 0.50), percentile(isolated, 0.99), isolated[len(isolated)-1]
 	fig.Measured, fig.P50Seconds, fig.P99Seconds, fig.MaxSeconds = true, &p50, &p99, &maxSeconds
-	say("status: %d changes, p50 %.2fs, p99 %.2fs", m, p50, p99)
+	fig.StreamP50Seconds, fig.StreamP99Seconds = percentile(stream, 0.50), percentile(stream, 0.99)
+	fig.CoalescePeriodSeconds = statussummarizer.CoalescePeriod.Seconds()
+	say("status: %d isolated changes, p50 %.2fs, p99 %.2fs; %d in a stream, p50 %.2fs, p99 %.2fs", m, p50, p99, m, fig.StreamP50Seconds, fig.StreamP99Seconds)
 	return nil
 }
 
-// makeDeploymentReady writes, at the destination's edge, the status a Deployment controller
-// writes once its one replica is available.
-func makeDeploymentReady(ctx context.Context, d *destination) error {
+// statusChanges turns the first placement's Deployment ready (or, with ready false, not ready
+// again) at m of its destinations all, one at a time, each after quiet has passed since the
+// summary last changed, and returns the seconds from each change to the summary's ready count
+// following it. It returns nil, with fig.NotMeasured said, when the summary does not follow.
+func (f *fleet) statusChanges(ctx context.Context, placements *placementsView, fig *statusFigures, all []int, m int, ready bool, quiet time.Duration) ([]float64, error) {
+	timeout := f.cfg.statusTimeout
+	name := placementName(0)
+	what := "ready"
+	if !ready {
+		what = "not ready again"
+	}
+	var times []float64
+	lastSeen := time.Now()
+	for k := range m {
+		if err := sleep(ctx, quiet-time.Since(lastSeen)); err != nil {
+			return nil, err
+		}
+		d := f.dests[all[k*len(all)/m]]
+		before := placements.summary(name).Ready
+		counted := placements.await(name, func(s *edgev1alpha1.DestinationCounts) bool {
+			return s != nil && (ready && s.Ready > before || !ready && s.Ready < before)
+		})
+		t0 := time.Now()
+		if err := setDeploymentReady(ctx, d, ready); err != nil {
+			return nil, err
+		}
+		at, err := await(ctx, counted, timeout, "the summary", func() (int, string) {
+			return 0, fmt.Sprintf("status: summary of %s is %+v, waiting for ready to move from %d", name, placements.summary(name), before)
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			fig.NotMeasured = fmt.Sprintf("status.summary.ready of EdgePlacement %s stayed at %d for %s after the Deployment at %s turned %s (%d of %d changes seen)",
+				name, before, timeout, d.name, what, k, m)
+			say("status: not measured: %s", fig.NotMeasured)
+			return nil, nil
+		}
+		lastSeen = at
+		times = append(times, at.Sub(t0).Seconds())
+	}
+	return times, nil
+}
+
+// setDeploymentReady writes, at the destination's edge, the status a Deployment controller
+// writes once its replicas are available; with ready false, once none is available (a pod
+// lost).
+func setDeploymentReady(ctx context.Context, d *destination, ready bool) error {
 	client, err := dynamic.NewForConfig(d.pcluster.Config)
 	if err != nil {
 		return err
@@ -525,16 +563,20 @@ func makeDeploymentReady(ctx context.Context, d *destination) error {
 	}
 	replicas, _, _ := unstructured.NestedInt64(dep.Object, "spec", "replicas")
 	now := time.Now().UTC().Format(time.RFC3339)
-	condition := func(condType, reason string) map[string]any {
-		return map[string]any{"type": condType, "status": "True", "reason": reason, "lastUpdateTime": now, "lastTransitionTime": now}
+	condition := func(condType, status, reason string) map[string]any {
+		return map[string]any{"type": condType, "status": status, "reason": reason, "lastUpdateTime": now, "lastTransitionTime": now}
+	}
+	available, availableCondition := replicas, condition("Available", "True", "MinimumReplicasAvailable")
+	if !ready {
+		available, availableCondition = 0, condition("Available", "False", "MinimumReplicasUnavailable")
 	}
 	dep.Object["status"] = map[string]any{
 		"observedGeneration": dep.GetGeneration(),
 		"replicas":           replicas,
 		"updatedReplicas":    replicas,
-		"readyReplicas":      replicas,
-		"availableReplicas":  replicas,
-		"conditions":         []any{condition("Available", "MinimumReplicasAvailable"), condition("Progressing", "NewReplicaSetAvailable")},
+		"readyReplicas":      available,
+		"availableReplicas":  available,
+		"conditions":         []any{availableCondition, condition("Progressing", "True", "NewReplicaSetAvailable")},
 	}
 	if _, err := deployments.UpdateStatus(ctx, dep, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("writing the Deployment's status at %s: %w", d.name, err)
