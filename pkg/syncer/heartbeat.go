@@ -3,12 +3,12 @@ package syncer
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
@@ -20,9 +20,11 @@ var leasesGR = coordinationv1.SchemeGroupVersion.WithResource("leases").GroupRes
 
 // heartbeat renews the heartbeat Lease in the mailbox at the heartbeat interval (see
 // heartbeatInterval), with a little jitter, until ctx ends; a change of the interval takes effect
-// at once. A failed renewal is logged once per outage and tried again at the next tick.
+// at once. The first renewal is at once; the wait after it is drawn at random within the interval
+// (see nextHeartbeat). A failed renewal is logged once per outage and tried again at the next tick.
 func (s *Syncer) heartbeat(ctx context.Context) {
 	logger := klog.FromContext(ctx)
+	first := true
 	for {
 		interval := s.heartbeatInterval()
 		err := s.renewLease(ctx, interval)
@@ -44,17 +46,33 @@ func (s *Syncer) heartbeat(ctx context.Context) {
 				logger.Info("the heartbeat reaches the mailbox", "interval", interval.String())
 			}
 		}
-		timer := time.NewTimer(wait.Jitter(interval, 0.1))
+		timer := time.NewTimer(nextHeartbeat(interval, first, rand.Float64))
+		first = false
 		select {
 		case <-ctx.Done():
 			timer.Stop()
 			return
 		case <-s.heartbeatSignal:
 			timer.Stop()
+			first = true
 			logger.Info("the heartbeat interval changed", "interval", s.heartbeatInterval().String())
 		case <-timer.C:
 		}
 	}
+}
+
+// nextHeartbeat returns how long to wait after a renewal before the next one: the interval with
+// up to 10% added at random; but after the first renewal (at the syncer's start, or once the
+// interval changed), a time drawn uniformly from (0, interval], random a value of [0, 1). Syncers
+// started together (a fleet installed at once, edge clusters powered on together) would otherwise
+// renew in one wave every interval, N writes within seconds that delay whatever else the center
+// writes then; drawn once, their phases stay spread over the interval, and the center sees the same
+// N / interval writes a second at any time.
+func nextHeartbeat(interval time.Duration, first bool, random func() float64) time.Duration {
+	if first {
+		return max(time.Duration((1-random())*float64(interval)), time.Millisecond)
+	}
+	return interval + time.Duration(0.1*random()*float64(interval))
 }
 
 // renewLease renews the heartbeat Lease. It writes the Lease as it was last written, without
