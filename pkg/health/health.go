@@ -40,17 +40,7 @@ func ServeChecks(address string, ready func(excluded map[string]bool) (bool, str
 		_, _ = w.Write([]byte("ok"))
 	})
 	mux.Handle("/metrics", legacyregistry.Handler())
-	l, err := net.Listen("tcp", address)
-	if err != nil {
-		return nil, fmt.Errorf("serving health and metrics on %s: %w", address, err)
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			fmt.Fprintf(os.Stderr, "http server: %v\n", err)
-		}
-	}()
-	return srv, nil
+	return serve(address, "health and metrics", mux)
 }
 
 // ServeProfiler serves Go's CPU, heap and goroutine profiles (net/http/pprof, under
@@ -64,14 +54,20 @@ func ServeProfiler(address string) (*http.Server, error) {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return serve(address, "profiles", mux)
+}
+
+// serve listens on address and serves handler in the background until the returned server is
+// closed; what names what it serves, in errors.
+func serve(address, what string, handler http.Handler) (*http.Server, error) {
 	l, err := net.Listen("tcp", address)
 	if err != nil {
-		return nil, fmt.Errorf("serving profiles on %s: %w", address, err)
+		return nil, fmt.Errorf("serving %s on %s: %w", what, address, err)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			fmt.Fprintf(os.Stderr, "profiler server: %v\n", err)
+			fmt.Fprintf(os.Stderr, "serving %s: %v\n", what, err)
 		}
 	}()
 	return srv, nil
