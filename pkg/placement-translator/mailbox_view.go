@@ -3,6 +3,9 @@ package placementtranslator
 import (
 	"context"
 	"encoding/base64"
+	"slices"
+	"sort"
+	"strings"
 	"sync"
 
 	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
@@ -65,6 +68,13 @@ func (v *mailboxView) start(ctx context.Context, c *Controller) {
 			c.written.forget(logicalcluster.From(u), u.GetName())
 		}
 	}})
+	if len(c.namespacesChanged) > 0 {
+		_, _ = assemblages.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { c.assemblageNamespacesChanged(nil, espw.AsUnstructured(obj)) },
+			UpdateFunc: func(old, obj any) { c.assemblageNamespacesChanged(espw.AsUnstructured(old), espw.AsUnstructured(obj)) },
+			DeleteFunc: func(obj any) { c.assemblageNamespacesChanged(espw.AsUnstructured(obj), nil) },
+		})
+	}
 	parts := newInformer(assemblagePartsGVR, slimPart)
 	configs := newInformer(syncerConfigGVR, slimSyncerConfig)
 	for _, inf := range []espw.SharedInformer{assemblages, parts, configs} {
@@ -73,6 +83,47 @@ func (v *mailboxView) start(ctx context.Context, c *Controller) {
 	v.mu.Lock()
 	v.assemblages, v.parts, v.configs, v.started = assemblages, parts, configs, true
 	v.mu.Unlock()
+}
+
+// assemblageNamespacesChanged tells the namespacesChanged handlers the mailbox of an assemblage
+// that came, went or changed which namespaces it carries for which workspace; a change of
+// anything else (its status, mostly) tells nothing.
+func (c *Controller) assemblageNamespacesChanged(old, obj *unstructured.Unstructured) {
+	cur := obj
+	if cur == nil {
+		cur = old
+	}
+	if cur == nil {
+		return
+	}
+	if old != nil && obj != nil && slices.Equal(deliveredNamespaces(old), deliveredNamespaces(obj)) {
+		return
+	}
+	if old == nil && len(deliveredNamespaces(obj)) == 0 || obj == nil && len(deliveredNamespaces(old)) == 0 {
+		return
+	}
+	mailbox := logicalcluster.From(cur)
+	for _, handler := range c.namespacesChanged {
+		handler(mailbox)
+	}
+}
+
+// deliveredNamespaces returns, of an assemblage, the workspace it delivers from and the namespaces
+// it carries, sorted: what decides whose an up-synced object's namespace is (see
+// deliveredByOthersOnly).
+func deliveredNamespaces(u *unstructured.Unstructured) []string {
+	objects, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "objects")
+	var out []string
+	for _, o := range objects {
+		if ns, ok := strings.CutPrefix(o, "namespaces/"); ok && !strings.Contains(ns, "/") {
+			out = append(out, ns)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	sort.Strings(out)
+	return append([]string{u.GetLabels()[transport.LabelPlacementCluster]}, out...)
 }
 
 // assemblagesByPlacement indexes assemblages by <cluster>|<name> of their placement.

@@ -137,6 +137,9 @@ type Controller struct {
 	// translator wrote there that the view does not show yet.
 	view    mailboxView
 	written writtenAssemblages
+	// namespacesChanged are told the mailbox whose assemblages changed the namespaces they carry,
+	// or whose workspaces (see OnDeliveredNamespacesChange); set before Start.
+	namespacesChanged []func(mailbox logicalcluster.Name)
 
 	mailboxesMu sync.Mutex
 	mailboxes   map[string]*mailboxState

@@ -59,7 +59,10 @@ func (c *Controller) UpsyncCaches() upsync.Caches {
 		},
 		NotConsented:          c.notConsented,
 		DeliveredByOthersOnly: c.deliveredByOthersOnly,
-		WorkloadResources:     resources,
+		OnDeliveredNamespacesChange: func(handler func(logicalcluster.Name)) {
+			c.namespacesChanged = append(c.namespacesChanged, handler)
+		},
+		WorkloadResources: resources,
 		WorkloadInformer: func(gvr schema.GroupVersionResource) espw.SharedInformer {
 			return c.workload.informers[gvr]
 		},

@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/kcp-dev/logicalcluster/v3"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kcp-dev/edge-mc/internal/informertest"
@@ -78,4 +80,43 @@ func toAny(s []string) []any {
 		out[i] = v
 	}
 	return out
+}
+
+// TestDeliveredNamespacesChange: the up-sync return path hears of a mailbox whose assemblages
+// change which namespaces they carry for which workspace, and of nothing else (a status write).
+func TestDeliveredNamespacesChange(t *testing.T) {
+	c := newTestWorld(t).c
+	var heard []logicalcluster.Name
+	c.UpsyncCaches().OnDeliveredNamespacesChange(func(mb logicalcluster.Name) { heard = append(heard, mb) })
+	assemblage := func(ws string, objects ...string) *unstructured.Unstructured {
+		a := obj("edge.kcp.io/v1alpha1", "Assemblage", "mbc1", "", "a1", map[string]string{transport.LabelPlacementCluster: ws})
+		a.Object["spec"] = map[string]any{"objects": toAny(objects)}
+		return a
+	}
+	withStatus := func(a *unstructured.Unstructured) *unstructured.Unstructured {
+		a = a.DeepCopy()
+		a.Object["status"] = map[string]any{"appliedVersion": "v2"}
+		return a
+	}
+	mine := assemblage("ws1", "namespaces/app", "configmaps/app/settings")
+	for _, tc := range []struct {
+		name     string
+		old, obj *unstructured.Unstructured
+		want     bool
+	}{
+		{"an assemblage carrying a namespace comes", nil, mine, true},
+		{"one carrying none comes", nil, assemblage("ws1", "clusterroles/reader"), false},
+		{"its status is written", mine, withStatus(mine), false},
+		{"another object of the namespace joins it", mine, assemblage("ws1", "namespaces/app", "configmaps/app/settings", "secrets/app/key"), false},
+		{"it carries another namespace too", mine, assemblage("ws1", "namespaces/app", "namespaces/web", "configmaps/app/settings"), true},
+		{"the namespace leaves it", mine, assemblage("ws1", "configmaps/app/settings"), true},
+		{"it delivers for another workspace", mine, assemblage("ws2", "namespaces/app", "configmaps/app/settings"), true},
+		{"it goes", mine, nil, true},
+	} {
+		heard = nil
+		c.assemblageNamespacesChanged(tc.old, tc.obj)
+		if got := len(heard) == 1 && heard[0] == "mbc1"; got != tc.want || len(heard) > 1 {
+			t.Errorf("%s: the return path heard %v, want mbc1 %v", tc.name, heard, tc.want)
+		}
+	}
 }

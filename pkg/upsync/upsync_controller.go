@@ -97,6 +97,10 @@ type Caches struct {
 	// assemblage of a workspace other than cluster carries the namespace, and none of
 	// cluster's does; known is false while the assemblages are not all known.
 	DeliveredByOthersOnly func(mailbox logicalcluster.Name, cluster, namespace string) (others, known bool)
+	// OnDeliveredNamespacesChange registers, before the translator starts, a function told the
+	// logical cluster of a mailbox whose assemblages changed which namespaces they carry for
+	// which workspace: what DeliveredByOthersOnly answers there may have changed.
+	OnDeliveredNamespacesChange func(func(mailbox logicalcluster.Name))
 	// WorkloadResources are the workload resources served through edge.kcp.io's virtual
 	// workspace; WorkloadInformer the translator's informer on one of them (indexed with
 	// WorkloadIndexers), across workload workspaces.
@@ -183,6 +187,11 @@ func NewController(cfg Config) (*Controller, error) {
 		if err := handle(c.caches.WorkloadInformer(r.GVR), func(_, obj *unstructured.Unstructured) { c.workloadChanged(gr, obj) }); err != nil {
 			return nil, err
 		}
+	}
+	if c.caches.OnDeliveredNamespacesChange != nil {
+		// Whose namespace an up-synced object is in at its edge decides whether it comes back
+		// (see upsync_reconcile.go): when that changes, its mailbox's objects are looked at again.
+		c.caches.OnDeliveredNamespacesChange(c.enqueueMailbox)
 	}
 	return c, nil
 }

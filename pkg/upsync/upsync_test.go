@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kcp-dev/edge-mc/internal/informertest"
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
@@ -490,5 +491,31 @@ func TestServedResources(t *testing.T) {
 	}
 	if got := servedResources(lists); !reflect.DeepEqual(got, want) {
 		t.Errorf("servedResources() = %v, want %v (no subresources, nothing that cannot be watched, the preferred version)", got, want)
+	}
+}
+
+// TestEnqueueMailbox: when whose namespaces a mailbox's assemblages deliver changes, the
+// identities of the up-synced objects in that mailbox are looked at again.
+func TestEnqueueMailbox(t *testing.T) {
+	c, inf := newTestController(t)
+	c.queue = workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[queueKey]())
+	defer c.queue.ShutDown()
+	p := obj("edge.kcp.io/v1alpha1", "EdgePlacement", "ws1", "", "p1", nil)
+	p.Object["spec"] = map[string]any{"upsync": []any{map[string]any{"resources": []any{"configmaps"}}}}
+	add(t, c.caches.Placements.(cache.SharedIndexInformer), p)
+	u := obj("v1", "ConfigMap", "mbc1", "app", "report-mbc1", map[string]string{edgev1alpha1.LabelUpsynced: "true"})
+	annotate(u, edgev1alpha1.AnnotationUpsyncedFrom, "st1")
+	add(t, inf, u)
+	c.enqueueMailbox("mbc2")
+	if c.queue.Len() != 0 {
+		t.Fatalf("%d keys queued for a mailbox that holds no up-synced object", c.queue.Len())
+	}
+	c.enqueueMailbox("mbc1")
+	if c.queue.Len() != 1 {
+		t.Fatalf("%d keys queued, want the one up-synced object of mbc1", c.queue.Len())
+	}
+	got, _ := c.queue.Get()
+	if want := (queueKey{object: Key{Cluster: "ws1", GR: configMapsGR, Namespace: "app", Name: "report-mbc1"}}); got != want {
+		t.Errorf("queued %+v, want %+v", got, want)
 	}
 }
