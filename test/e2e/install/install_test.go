@@ -206,7 +206,11 @@ func startPage(t *testing.T, root, dir string, values map[string]string) *page {
 	p.cmd.Dir = root
 	p.cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		return strings.HasPrefix(kv, "KUBECONFIG=") || strings.HasPrefix(kv, "VERSION=")
-	}), "HOME="+filepath.Join(dir, "home"), "PATH="+plugins+string(os.PathListSeparator)+os.Getenv("PATH"))
+	}), "HOME="+filepath.Join(dir, "home"), "PATH="+plugins+string(os.PathListSeparator)+os.Getenv("PATH"),
+		// The page's make release builds for this machine's platform only: what the test runs.
+		// The other platform's build, from scratch on a new machine the longest step of make
+		// test, is the ship package's to check (TestRelease, TestImages).
+		"PLATFORMS=linux/"+runtime.GOARCH)
 	// A home of its own (no docker credentials, no kubectl cache of the machine's user), but Go's
 	// caches of this machine, so that the build reuses what was built before.
 	for _, v := range []string{"GOCACHE", "GOMODCACHE", "GOPATH"} {
