@@ -119,6 +119,27 @@ func EventuallyObject(t *testing.T, what string, client dynamic.Interface, gvr s
 	return last
 }
 
+// EventuallyQuiet waits until the object has not changed (same resourceVersion, or absent) for
+// quiet, so that a test comparing it before and after something sees only what that something
+// did, not the end of the object's own settling (a placement that turned Ready may still get a
+// status write from a controller that lost a race to write first).
+func EventuallyQuiet(t *testing.T, what string, client dynamic.Interface, gvr schema.GroupVersionResource, namespace, name string, quiet time.Duration) {
+	t.Helper()
+	version := func() string {
+		if u := GetObject(t, client, gvr, namespace, name); u != nil {
+			return u.GetResourceVersion()
+		}
+		return ""
+	}
+	last, since := version(), time.Now()
+	Eventually(t, Converge, func() (bool, string) {
+		if v := version(); v != last {
+			last, since = v, time.Now()
+		}
+		return time.Since(since) >= quiet, fmt.Sprintf("%s: %s %s/%s changed within the last %s", what, gvr.Resource, namespace, name, quiet)
+	})
+}
+
 // EventuallyPlacementCondition waits until the EdgePlacement's condition of condType has the
 // given status and its message contains every fragment, and returns the message.
 func EventuallyPlacementCondition(t *testing.T, client dynamic.Interface, placement, condType string, status metav1.ConditionStatus, fragments ...string) string {

@@ -263,6 +263,9 @@ spec:
 	before := framework.EventuallyObject(t, "b's ConfigMap at the edge", ec, configMapsGVR, "b-team", "b-data", framework.FieldIs(bValue, "data", "value"))
 	b := framework.KCP(t).DynamicClient(t, wmwB)
 	framework.EventuallyPlacementCondition(t, b, "b-place", "Ready", "True")
+	// b's placement may get a status write or two after it turned Ready (a controller that lost
+	// the race to write first writes again): those are not alice's doing.
+	framework.EventuallyQuiet(t, "b's placement", b, placementsGVR, "", "b-place", 5*time.Second)
 	// Everything edge-mc may write outside alice's selection, as it is before her placement:
 	// the edge's namespaces and ConfigMaps, and workspace b's ConfigMap and placement.
 	outside := func() map[string]string {
