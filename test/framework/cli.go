@@ -16,14 +16,32 @@ import (
 var (
 	buildOnce sync.Once
 	binDir    string
+	built     bool // binDir is BinDir's own build, which RemoveCommands removes
 	buildErr  error
 )
 
+// CommandsEnv names the environment variable that gives the tests a directory holding
+// edge-mc's commands already built from this tree: make test-e2e gives it bin/, where make build
+// has just put them, so that the packages it runs do not each link the same three binaries
+// again. It is not used when EDGE_E2E_RACE asks for commands built with the race detector.
+const CommandsEnv = "EDGE_E2E_COMMANDS"
+
+// commands are the binaries of ./cmd/..., which a directory named by CommandsEnv must hold.
+var commands = []string{"edge-controller-manager", "edge-syncer", "kubectl-edge"}
+
 // BinDir builds edge-mc's commands (./cmd/...) once per test package, into a directory that
-// BinDir returns, so that tests run the code of this tree as a user runs the installed binaries.
+// BinDir returns, so that tests run the code of this tree as a user runs the installed binaries;
+// with EDGE_E2E_COMMANDS set, it returns that directory instead.
 func BinDir(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() { binDir, buildErr = BuildCommands() })
+	buildOnce.Do(func() {
+		if dir := os.Getenv(CommandsEnv); dir != "" && !RaceEnabled() {
+			binDir, buildErr = builtCommands(dir)
+			return
+		}
+		binDir, buildErr = BuildCommands()
+		built = true
+	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
@@ -34,9 +52,23 @@ func BinDir(t testing.TB) string {
 // RunWithKCP calls it at the end, and so must the TestMain of a package that uses BinDir
 // without RunWithKCP.
 func RemoveCommands() {
-	if binDir != "" {
+	if built && binDir != "" {
 		_ = os.RemoveAll(binDir)
 	}
+}
+
+// builtCommands checks that dir, named by CommandsEnv, is an absolute path (go test runs each
+// package's tests in that package's directory) that holds every command, and returns it.
+func builtCommands(dir string) (string, error) {
+	if !filepath.IsAbs(dir) {
+		return "", fmt.Errorf("%s=%s: must be an absolute path, since each test package runs in its own directory", CommandsEnv, dir)
+	}
+	for _, c := range commands {
+		if _, err := os.Stat(filepath.Join(dir, c)); err != nil {
+			return "", fmt.Errorf("%s=%s: %v; unset it to have the tests build edge-mc's commands, or build them there with go build -o %s/ ./cmd/...", CommandsEnv, dir, err, dir)
+		}
+	}
+	return dir, nil
 }
 
 // BuildCommands builds edge-mc's commands (./cmd/...) of this tree into a new temporary
