@@ -58,6 +58,7 @@ type Server struct {
 	logPath string
 	tokens  map[string]string // user name to bearer token
 	bin     string
+	env     []string // added to the environment kcp runs in
 	args    []string
 	cmd     *exec.Cmd
 	exited  chan struct{}
@@ -82,6 +83,22 @@ type kcpOptions struct {
 	args   []string
 	binary string
 	dir    string
+	env    []string
+}
+
+// testGC is the GOGC of the kcp servers that the e2e tests' packages start (RunWithKCP and the
+// edge kcp), unless GOGC is set in the environment: kcp spends about a sixth of its CPU
+// collecting garbage, and the tests, several packages at a time on two cores, are bound by CPU,
+// with memory to spare. The benchmarks' servers (StartKCP) keep Go's default, as users run kcp.
+const testGC = "200"
+
+// withTestGC starts kcp with GOGC=testGC, unless GOGC is set in the environment.
+func withTestGC() KCPOption {
+	return func(o *kcpOptions) {
+		if os.Getenv("GOGC") == "" {
+			o.env = append(o.env, "GOGC="+testGC)
+		}
+	}
 }
 
 // User is an identity that kcp authenticates by a static bearer token (kcp's --token-auth-file),
@@ -128,7 +145,7 @@ func WithBinary(path string) KCPOption {
 // test failed, the tail of kcp's log is printed.
 func RunWithKCP(m *testing.M, opts ...KCPOption) int {
 	var err error
-	server, err = startServer(opts...)
+	server, err = startServer(append([]KCPOption{withTestGC()}, opts...)...)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "framework: %v\n", err)
 		if server != nil {
@@ -202,6 +219,7 @@ func startServer(opts ...KCPOption) (*Server, error) {
 		exited:          make(chan struct{}),
 	}
 	s.bin = kcpBin
+	s.env = o.env
 	s.args = []string{"start",
 		"--root-directory", filepath.Join(dir, ".kcp"),
 		"--bind-address", "127.0.0.1",
@@ -237,6 +255,9 @@ func (s *Server) startProcess() error {
 		return err
 	}
 	s.cmd = exec.Command(s.bin, s.args...)
+	if len(s.env) > 0 {
+		s.cmd.Env = append(os.Environ(), s.env...)
+	}
 	s.cmd.Dir = s.dir
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
 	// Its own process group, so that stopping it stops everything it started.

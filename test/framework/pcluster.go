@@ -60,7 +60,7 @@ func EdgeKCP(t testing.TB) *Server {
 	t.Helper()
 	edgeKCPOnce.Do(func() {
 		fmt.Fprintln(os.Stderr, "framework: starting a second kcp for logical-cluster edge clusters")
-		edgeKCP, edgeKCPErr = startServer()
+		edgeKCP, edgeKCPErr = startServer(withTestGC())
 	})
 	if edgeKCPErr != nil {
 		t.Fatalf("starting the edge kcp: %v", edgeKCPErr)
