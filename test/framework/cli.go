@@ -26,9 +26,6 @@ var (
 // again. It is not used when EDGE_E2E_RACE asks for commands built with the race detector.
 const CommandsEnv = "EDGE_E2E_COMMANDS"
 
-// commands are the binaries of ./cmd/..., which a directory named by CommandsEnv must hold.
-var commands = []string{"edge-controller-manager", "edge-syncer", "kubectl-edge"}
-
 // BinDir builds edge-mc's commands (./cmd/...) once per test package, into a directory that
 // BinDir returns, so that tests run the code of this tree as a user runs the installed binaries;
 // with EDGE_E2E_COMMANDS set, it returns that directory instead.
@@ -58,13 +55,25 @@ func RemoveCommands() {
 }
 
 // builtCommands checks that dir, named by CommandsEnv, is an absolute path (go test runs each
-// package's tests in that package's directory) that holds every command, and returns it.
+// package's tests in that package's directory) that holds every command of ./cmd/, and returns
+// it.
 func builtCommands(dir string) (string, error) {
 	if !filepath.IsAbs(dir) {
 		return "", fmt.Errorf("%s=%s: must be an absolute path, since each test package runs in its own directory", CommandsEnv, dir)
 	}
+	cmdDir, err := RepoFile("cmd")
+	if err != nil {
+		return "", err
+	}
+	commands, err := os.ReadDir(cmdDir)
+	if err != nil {
+		return "", err
+	}
 	for _, c := range commands {
-		if _, err := os.Stat(filepath.Join(dir, c)); err != nil {
+		if !c.IsDir() {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, c.Name())); err != nil {
 			return "", fmt.Errorf("%s=%s: %v; unset it to have the tests build edge-mc's commands, or build them there with go build -o %s/ ./cmd/...", CommandsEnv, dir, err, dir)
 		}
 	}
