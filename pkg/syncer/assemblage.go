@@ -64,6 +64,9 @@ func (s *Syncer) syncAssemblage(ctx context.Context, name string) (time.Duration
 		}
 	}
 
+	s.mu.Lock()
+	pendingBefore, _ := st.tally()
+	s.mu.Unlock()
 	retry, err := s.applyStages(ctx, st, p)
 	if err == nil && retry == 0 && p.version == a.Spec.Version {
 		err = s.prune(ctx, st, p)
@@ -78,13 +81,24 @@ func (s *Syncer) syncAssemblage(ctx context.Context, name string) (time.Duration
 	if st.passed != p.version {
 		st.passed, st.passedAt = p.version, time.Now()
 	}
+	pendingAfter, _ := st.tally()
 	s.mu.Unlock()
 	if completed {
 		logger.Info("applied a version", "version", p.version, "objects", len(p.objects))
 	}
 	s.queueStatus(name)
+	if err != nil && pendingAfter < pendingBefore {
+		err = progressed{err}
+	}
 	return retry, err
 }
+
+// progressed is an error of an attempt that nevertheless brought objects to the edge: the
+// retry comes after the shortest backoff, not a longer one. A busy edge (429, timeouts) turns
+// some requests away in every round; the backoff grows only while rounds bring nothing.
+type progressed struct{ error }
+
+func (p progressed) Unwrap() error { return p.error }
 
 // stateFor returns the syncer's state of the assemblage a, made on first sight from what a's
 // status says.

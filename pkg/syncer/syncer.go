@@ -354,8 +354,8 @@ func (s *Syncer) sweepUntilDone(ctx context.Context) error {
 	}
 }
 
-// runQueue processes one key of q with sync: an error retries it with backoff, a positive
-// duration looks again after that long.
+// runQueue processes one key of q with sync: an error retries it with backoff (the shortest
+// when the attempt progressed), a positive duration looks again after that long.
 func runQueue[T comparable](ctx context.Context, q workqueue.TypedRateLimitingInterface[T], sync func(context.Context, T) (time.Duration, error)) {
 	for {
 		key, quit := q.Get()
@@ -366,6 +366,9 @@ func runQueue[T comparable](ctx context.Context, q workqueue.TypedRateLimitingIn
 		switch {
 		case err != nil:
 			klog.FromContext(ctx).V(2).Info("will retry", "key", fmt.Sprint(key), "err", err.Error())
+			if errors.As(err, new(progressed)) {
+				q.Forget(key)
+			}
 			q.AddRateLimited(key)
 		case again > 0:
 			q.Forget(key)

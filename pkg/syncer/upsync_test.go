@@ -1,8 +1,11 @@
 package syncer
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -274,6 +277,45 @@ func TestSortedErrors(t *testing.T) {
 			}
 			if len(got) > c.max {
 				t.Errorf("%d errors reported, want at most %d", len(got), c.max)
+			}
+		})
+	}
+}
+
+// TestRunQueueBacksOffOnlyWithoutProgress: an attempt that fails but brought objects to the
+// edge (a busy edge refusing some requests) is retried after the shortest delay; attempts that
+// bring nothing back off further each time.
+func TestRunQueueBacksOffOnlyWithoutProgress(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		err          error
+		wantRequeues []int
+	}{
+		{"progressed", progressed{errors.New("429")}, []int{0, 1, 1, 1}},
+		{"no progress", errors.New("429"), []int{0, 1, 2, 3}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := newQueue[string]("test")
+			var seen []int
+			done := make(chan struct{})
+			sync := func(_ context.Context, key string) (time.Duration, error) {
+				seen = append(seen, q.NumRequeues(key))
+				if len(seen) == len(tc.wantRequeues) {
+					close(done)
+					return 0, nil
+				}
+				return 0, tc.err
+			}
+			q.Add("a")
+			go runQueue(context.Background(), q, sync)
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%d attempts in 10 s: %v", len(seen), seen)
+			}
+			q.ShutDown()
+			if !slices.Equal(seen, tc.wantRequeues) {
+				t.Errorf("requeues seen by the attempts: %v, want %v", seen, tc.wantRequeues)
 			}
 		})
 	}
