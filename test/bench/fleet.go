@@ -254,6 +254,13 @@ func (f *fleet) setUpDestinations(ctx context.Context, fig *setupFigures) error 
 		})
 		fig.LocationsSeconds = time.Since(start).Seconds()
 	}()
+	// The edge kcp stands in for N edge clusters, each serving one syncer. As kcp-admin, all the
+	// syncers' requests would share its one priority level (kcp serves no FlowSchemas, so all
+	// but system:masters fall into catch-all), which refuses with 429 beyond its concurrency.
+	edgeContext := framework.ShardAdminContext
+	if c.EdgeKCPAdmin {
+		edgeContext = ""
+	}
 	go func() {
 		defer wg.Done()
 		pclustersErr = framework.ForEach(c.N, c.Parallel, func(i int) error {
@@ -261,7 +268,7 @@ func (f *fleet) setUpDestinations(ctx context.Context, fig *setupFigures) error 
 			pctx, cancel := context.WithTimeout(ctx, stall)
 			defer cancel()
 			p, err := framework.CreateLogicalPCluster(pctx, f.edge, d.name, logicalcluster.NewPath("root").Join("pc-"+d.name),
-				framework.LogicalPClusterOptions{Type: lean, CRDs: []string{pclusterCRD}, KubeconfigDir: f.dir})
+				framework.LogicalPClusterOptions{Type: lean, CRDs: []string{pclusterCRD}, KubeconfigDir: f.dir, Context: edgeContext})
 			if err != nil {
 				return err
 			}

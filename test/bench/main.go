@@ -96,6 +96,9 @@ type config struct {
 	// Shards is how many kcp shards the center has: 1, one kcp; more, a sharded kcp behind a
 	// front-proxy, with a cache server.
 	Shards int `json:"shards"`
+	// EdgeKCPAdmin: the syncers and the raw client reach the pclusters as kcp-admin, not as the
+	// edge kcp's shard admin (system:masters, exempt from kcp's API priority and fairness).
+	EdgeKCPAdmin bool `json:"edgeKCPAdmin"`
 
 	statusTimeout, idle time.Duration
 	jsonOut             string
@@ -147,6 +150,7 @@ func main() {
 	flag.BoolVar(&c.NoWebhookAdmission, "no-webhook-admission", false,
 		"start the center kcp (and the bare kcp it is compared with) with "+noWebhookAdmission+": no admission webhooks in that kcp")
 	flag.IntVar(&c.Shards, "shards", 1, "kcp shards of the center: 1 is one kcp; 2 or more start a sharded kcp (root shard, further shards, a cache server, a front-proxy that every client goes through) and report each shard's writes, CPU and mailboxes")
+	flag.BoolVar(&c.EdgeKCPAdmin, "edge-kcp-admin", false, "the syncers and the raw client reach the pclusters as kcp-admin, whose requests all share the edge kcp's one priority level (catch-all), which refuses with 429 what exceeds its concurrency; by default they reach them as the edge kcp's shard admin (system:masters), which API priority and fairness exempts, since the edge kcp stands in for as many edge clusters as destinations, each of which serves one syncer")
 	flag.BoolVar(&c.keep, "keep", false, "leave the fleet running after the run, until interrupted (for profiling and poking); the bare kcp is then not measured")
 	flag.Parse()
 	if err := c.validate(); err != nil {

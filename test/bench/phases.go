@@ -312,7 +312,9 @@ func (f *fleet) fanout(ctx context.Context, feed *assemblageFeed, mailboxes, edg
 	fig.AssemblageWrites = whole.sum(isAssemblageWrite)
 	fig.AssemblageWritesPerDestination = fig.AssemblageWrites / float64(c.N)
 	fig.AssemblageStatusWrites = whole.sum(isAssemblageStatusWrite)
-	fig.EdgeKCPRequests = edgeRequests.top(ctx, fig.EdgeSeconds)
+	edgeDelta := edgeRequests.since(ctx)
+	fig.EdgeKCPRequests = edgeDelta.rates(fig.EdgeSeconds, nil, topRequests)
+	fig.CenterKCPRefused, fig.EdgeKCPRefused = whole.sum(isRefused), edgeDelta.sum(isRefused)
 	_, fig.EdgeDestinations, _ = edges.counts()
 	say("fan-out: all %d objects at the edges after %.1fs; %.0f assemblage writes (%.2f per destination)",
 		fig.Objects, fig.EdgeSeconds, fig.AssemblageWrites, fig.AssemblageWritesPerDestination)

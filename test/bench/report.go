@@ -119,6 +119,10 @@ type fanoutFigures struct {
 	// The most frequent requests each kcp served during the fan-out.
 	CenterKCPRequests []requestRate `json:"centerKCPRequests"`
 	EdgeKCPRequests   []requestRate `json:"edgeKCPRequests"`
+	// The requests each kcp refused with 429 (Too Many Requests) during the fan-out, to be sent
+	// again after the server's Retry-After.
+	CenterKCPRefused float64 `json:"centerKCPRefused"`
+	EdgeKCPRefused   float64 `json:"edgeKCPRefused"`
 }
 
 // updateFigures: one workload object edited, the time until each destination's assemblage
@@ -238,8 +242,12 @@ func printTable(w io.Writer, r *result) {
 	if c.NoWebhookAdmission {
 		admission = "center kcp " + strings.Join(c.CenterKCPArgs, " ")
 	}
-	fmt.Fprintf(w, "\nfleet benchmark: N=%d destinations, K=%d objects per placement, P=%d placements, %d-byte objects; %s; %d cores, load average before %.2f %.2f %.2f\n\n",
-		c.N, c.K, c.P, c.ObjectSize, admission, r.Machine.Cores, r.Machine.LoadAverage[0], r.Machine.LoadAverage[1], r.Machine.LoadAverage[2])
+	edgeUser := "the pclusters reached as the edge kcp's shard admin (system:masters, exempt from API priority and fairness)"
+	if c.EdgeKCPAdmin {
+		edgeUser = "the pclusters reached as kcp-admin (the edge kcp's catch-all priority level)"
+	}
+	fmt.Fprintf(w, "\nfleet benchmark: N=%d destinations, K=%d objects per placement, P=%d placements, %d-byte objects; %s; %s; %d cores, load average before %.2f %.2f %.2f\n\n",
+		c.N, c.K, c.P, c.ObjectSize, admission, edgeUser, r.Machine.Cores, r.Machine.LoadAverage[0], r.Machine.LoadAverage[1], r.Machine.LoadAverage[2])
 	if r.Sharded != nil {
 		fmt.Fprintf(w, "center: a sharded kcp of %d shards with a cache server, reached through its front-proxy by every client, the raw client too (its writes are the front-proxy's and the shards' work); the center kcp's CPU, RSS and requests below are the shards' sums, per shard in the section after the table; the bare kcp is one kcp, not sharded\n\n",
 			r.Sharded.Shards)
@@ -269,6 +277,7 @@ func printTable(w io.Writer, r *result) {
 		f.ControllerCPUSeconds, f.SyncersCPUSeconds, f.CenterKCPCPUSeconds, f.EdgeKCPCPUSeconds, f.BenchCPUSeconds)
 	fmt.Fprintf(w, "| requests the center kcp served during the fan-out, most frequent | %s | |\n", describeRequests(f.CenterKCPRequests, false, 6))
 	fmt.Fprintf(w, "| requests the edge kcp served during the fan-out, most frequent | %s | |\n", describeRequests(f.EdgeKCPRequests, false, 6))
+	fmt.Fprintf(w, "| requests refused with 429 during the fan-out: center kcp / edge kcp | %.0f / %.0f | |\n", f.CenterKCPRefused, f.EdgeKCPRefused)
 	u := r.Update
 	fmt.Fprintf(w, "| update: one object edited to its %d assemblages, p50 / p90 / max | %.2f / %.2f / %.2f s | |\n", u.Destinations, u.MailboxP50Seconds, u.MailboxP90Seconds, u.MailboxMaxSeconds)
 	fmt.Fprintf(w, "| update: one object edited to its %d edges, p50 / p90 / p99 / max | %.2f / %.2f / %.2f / %.2f s | |\n", u.Destinations, u.P50Seconds, u.P90Seconds, u.P99Seconds, u.MaxSeconds)

@@ -48,10 +48,22 @@ func readCounts(ctx context.Context, servers []metricsSource) ([]map[string]floa
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, framework.RequestCounts(metrics))
+		counts := framework.RequestCounts(metrics)
+		framework.EachRequestSeries(metrics, func(verb, resource string, labels map[string]string, value float64) {
+			if labels["code"] == "429" {
+				counts[refusedPrefix+verb+" "+resource] += value
+			}
+		})
+		out = append(out, counts)
 	}
 	return out, nil
 }
+
+// refusedPrefix marks, among the requests a server served, those it refused with 429 (Too Many
+// Requests): kcp's API priority and fairness turns away what exceeds a priority level's
+// concurrency. They are counted in their own request too ("APPLY configmaps"), and are not
+// writes.
+const refusedPrefix = "refused (429): "
 
 // requestDelta is what a server served between two samples, by request; nil if the counters
 // could not be read.
@@ -156,6 +168,11 @@ func (d requestDelta) sum(keep func(request string) bool) float64 {
 func isAssemblageWrite(request string) bool {
 	_, resource, _ := strings.Cut(request, " ")
 	return framework.IsWrite(request) && (resource == "assemblages" || resource == "assemblageparts")
+}
+
+// isRefused says whether a key of the counts is the count of a request's refusals (429).
+func isRefused(request string) bool {
+	return strings.HasPrefix(request, refusedPrefix)
 }
 
 // isAssemblageStatusWrite says whether a request writes an assemblage's status: what a syncer

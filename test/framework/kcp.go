@@ -277,18 +277,18 @@ func (s *Server) startProcess() error {
 	return s.waitReady()
 }
 
-// shardAdminContext is the context of kcp's generated admin kubeconfig whose user is in
+// ShardAdminContext is the context of kcp's generated admin kubeconfig whose user is in
 // system:masters; kcp-admin, the user of its other contexts, may not read /metrics.
-const shardAdminContext = "system:admin"
+const ShardAdminContext = "system:admin"
 
 // Metrics returns kcp's Prometheus metrics (GET /metrics), read with the shard admin's
 // credentials from the admin kubeconfig.
 func (s *Server) Metrics(ctx context.Context) (string, error) {
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
 		&clientcmd.ClientConfigLoadingRules{ExplicitPath: s.KubeconfigPath},
-		&clientcmd.ConfigOverrides{CurrentContext: shardAdminContext}).ClientConfig()
+		&clientcmd.ConfigOverrides{CurrentContext: ShardAdminContext}).ClientConfig()
 	if err != nil {
-		return "", fmt.Errorf("loading the context %s of %s: %w", shardAdminContext, s.KubeconfigPath, err)
+		return "", fmt.Errorf("loading the context %s of %s: %w", ShardAdminContext, s.KubeconfigPath, err)
 	}
 	base, _ := workspaces.Split(cfg)
 	client, err := rest.HTTPClientFor(base)

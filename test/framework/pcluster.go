@@ -115,6 +115,11 @@ type LogicalPClusterOptions struct {
 	CRDs []string
 	// KubeconfigDir is the directory its kubeconfig file is written into.
 	KubeconfigDir string
+	// Context, when set, is the context of kcp's admin kubeconfig whose user the kubeconfig
+	// file and Config reach the edge cluster as (ShardAdminContext: a user in system:masters,
+	// whose requests kcp's API priority and fairness does not limit); "" is the admin
+	// kubeconfig's current context (kcp-admin).
+	Context string
 }
 
 // CreateLogicalPCluster makes a simulated edge cluster named name: the workspace at path of the
@@ -168,6 +173,16 @@ func CreateLogicalPCluster(ctx context.Context, s *Server, name string, path log
 	}
 	for _, c := range raw.Clusters {
 		c.Server = s.ServerURL(path)
+	}
+	if opts.Context != "" {
+		if _, ok := raw.Contexts[opts.Context]; !ok {
+			return nil, fmt.Errorf("%s has no context %q", s.KubeconfigPath, opts.Context)
+		}
+		raw.CurrentContext = opts.Context
+		if cfg, err = clientcmd.NewDefaultClientConfig(*raw, nil).ClientConfig(); err != nil {
+			return nil, err
+		}
+		cfg.QPS, cfg.Burst = s.Base.QPS, s.Base.Burst
 	}
 	kubeconfig := filepath.Join(opts.KubeconfigDir, "edge-"+name+".kubeconfig")
 	if err := clientcmd.WriteToFile(*raw, kubeconfig); err != nil {
