@@ -450,6 +450,7 @@ func (f *fleet) update(ctx context.Context, mailboxes, edges *view, fig *updateF
 	delta := requests.since(ctx)
 	fig.AssemblageWrites = delta.sum(isAssemblageWrite)
 	fig.CenterWrites = delta.writes(fig.MaxSeconds)
+	fig.CenterKCPRefused = delta.sum(isRefused)
 	inAssemblages := seconds(t0, mailboxes.probeTimes(dests))
 	fig.MailboxP50Seconds, fig.MailboxP90Seconds = percentile(inAssemblages, 0.50), percentile(inAssemblages, 0.90)
 	fig.MailboxMaxSeconds = inAssemblages[len(inAssemblages)-1]

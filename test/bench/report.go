@@ -141,8 +141,10 @@ type updateFigures struct {
 	// AssemblageWrites counts the writes of Assemblages and parts until every edge had the
 	// change: one per destination of the edited object when only what changed is written.
 	AssemblageWrites float64 `json:"assemblageWrites"`
-	// CenterWrites is every write the center kcp served meanwhile, by verb and resource.
-	CenterWrites []requestRate `json:"centerWrites"`
+	// CenterWrites is every write the center kcp served meanwhile, by verb and resource; the
+	// counts include the attempts it refused with 429, CenterKCPRefused in all.
+	CenterWrites     []requestRate `json:"centerWrites"`
+	CenterKCPRefused float64       `json:"centerKCPRefused"`
 }
 
 // statusFigures: a Deployment turned ready at an edge, the time until its EdgePlacement's
@@ -282,7 +284,7 @@ func printTable(w io.Writer, r *result) {
 	fmt.Fprintf(w, "| update: one object edited to its %d assemblages, p50 / p90 / max | %.2f / %.2f / %.2f s | |\n", u.Destinations, u.MailboxP50Seconds, u.MailboxP90Seconds, u.MailboxMaxSeconds)
 	fmt.Fprintf(w, "| update: one object edited to its %d edges, p50 / p90 / p99 / max | %.2f / %.2f / %.2f / %.2f s | |\n", u.Destinations, u.P50Seconds, u.P90Seconds, u.P99Seconds, u.MaxSeconds)
 	fmt.Fprintf(w, "| update p90 / raw time of N writes | %.2fx | <= 1.3x |\n", u.P90RatioToRaw)
-	fmt.Fprintf(w, "| update: assemblage writes; center writes, most frequent | %.0f; %s | %d |\n", u.AssemblageWrites, describeRequests(u.CenterWrites, false, 5), u.Destinations)
+	fmt.Fprintf(w, "| update: assemblage writes; center writes, most frequent (each with the attempts refused with 429: %.0f in all) | %.0f; %s | %d |\n", u.CenterKCPRefused, u.AssemblageWrites, describeRequests(u.CenterWrites, false, 5), u.Destinations)
 	if st := r.Status; st.Measured {
 		fmt.Fprintf(w, "| status: a Deployment turned ready at an edge to status.summary.ready, %d destinations one at a time, each once the summary was quiet for %.0f s, p50 / p99 / max | %.2f / %.2f / %.2f s | p99 < 1 s |\n",
 			st.Destinations, st.CoalescePeriodSeconds, *st.P50Seconds, *st.P99Seconds, *st.MaxSeconds)
