@@ -145,3 +145,35 @@ func TestShardFigures(t *testing.T) {
 		t.Errorf("a center of one kcp printed a per-shard section:\n%s", out.String())
 	}
 }
+
+// refusingMetrics plays a kcp whose apiserver_request_total has series by answer code.
+type refusingMetrics struct{ text string }
+
+func (r *refusingMetrics) Metrics(context.Context) (string, error) { return r.text, nil }
+
+// TestRefusedRequests: the requests a kcp refused with 429 are counted apart, per request, and
+// are neither writes nor assemblage writes; the request itself still counts every answer.
+func TestRefusedRequests(t *testing.T) {
+	ctx := context.Background()
+	series := func(applied, refused int) string {
+		return fmt.Sprintf("apiserver_request_total{code=\"200\",resource=\"assemblages\",verb=\"APPLY\"} %d\n"+
+			"apiserver_request_total{code=\"429\",resource=\"assemblages\",verb=\"APPLY\"} %d\n"+
+			"apiserver_request_total{code=\"429\",resource=\"leases\",verb=\"PUT\"} %d\n", applied, refused, refused)
+	}
+	kcp := &refusingMetrics{text: series(10, 1)}
+	c := startCounting(ctx, kcp)
+	kcp.text = series(40, 6)
+	d := c.since(ctx)
+	if got := d.sum(isRefused); got != 10 {
+		t.Errorf("refused = %v, want 10 (5 applies and 5 PUTs since counting started): %v", got, d)
+	}
+	if got := d[refusedPrefix+"APPLY assemblages"]; got != 5 {
+		t.Errorf("refused applies of assemblages = %v, want 5", got)
+	}
+	if got := d.sum(isAssemblageWrite); got != 35 {
+		t.Errorf("assemblage writes = %v, want 35 (30 accepted and 5 refused attempts)", got)
+	}
+	if got := d.sum(framework.IsWrite); got != 40 {
+		t.Errorf("writes = %v, want 40 (every attempt once, refusals not counted again)", got)
+	}
+}
