@@ -62,7 +62,13 @@ func (b *binaries) Set(v string) error {
 	if !ok || label == "" || path == "" {
 		return fmt.Errorf("want label=path, for example v0.31.2=bin/kcp; got %q", v)
 	}
-	*b = append(*b, binary{label, path})
+	// The harness starts kcp in a directory of its own: a relative path must be made absolute
+	// here, where it means what the user meant.
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return fmt.Errorf("-kcp %s: %w", v, err)
+	}
+	*b = append(*b, binary{label, abs})
 	return nil
 }
 
