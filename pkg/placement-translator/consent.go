@@ -37,16 +37,33 @@ func (c *Controller) notConsented(cluster string) map[schema.GroupResource]strin
 	items, _ := c.bindings.GetIndexer().ByIndex(kcpcache.ClusterIndexName, kcpcache.ClusterIndexKey(logicalcluster.Name(cluster)))
 	for _, item := range items {
 		u := espw.AsUnstructured(item)
-		b := &apisv1alpha2.APIBinding{}
-		if u == nil || runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, b) != nil {
+		if u == nil {
 			continue
 		}
-		if ref := b.Spec.Reference.Export; ref == nil || ref.Name != edgev1alpha1.EdgeAPIExportName {
-			continue
+		if claims := c.claims.get(u, func() bindingClaims { return claimsOf(u) }); claims.ofEdge {
+			return claims.unaccepted
 		}
-		return unacceptedClaims(b)
 	}
 	return nil
+}
+
+// bindingClaims is what notConsented needs of an APIBinding: whether it binds edge.kcp.io, and
+// then the claims it does not accept. Every mailbox's reconcile asks it of its placements'
+// workspaces, so it is decoded once per version of the binding (see versionMemo).
+type bindingClaims struct {
+	ofEdge     bool
+	unaccepted map[schema.GroupResource]string
+}
+
+func claimsOf(u *unstructured.Unstructured) bindingClaims {
+	b := &apisv1alpha2.APIBinding{}
+	if runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, b) != nil {
+		return bindingClaims{}
+	}
+	if ref := b.Spec.Reference.Export; ref == nil || ref.Name != edgev1alpha1.EdgeAPIExportName {
+		return bindingClaims{}
+	}
+	return bindingClaims{ofEdge: true, unaccepted: unacceptedClaims(b)}
 }
 
 // unacceptedClaims returns the kinds of the claims the binding's export makes that the binding

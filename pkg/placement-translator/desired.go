@@ -305,19 +305,25 @@ func (c *Controller) revisionOf(p *edgev1alpha1.EdgePlacement, selected map[copy
 	downsync, _ := json.Marshal(p.Spec.Downsync)
 	content := map[string]any{"downsync": string(downsync)}
 	for key, wo := range selected {
-		entry := transport.Hash(transport.Sanitize(wo.obj).Object)
+		entry := c.sanitizedHash(wo.obj)
 		if name := wo.obj.GetAnnotations()[edgev1alpha1.AnnotationCustomizer]; name != "" {
 			ns := wo.obj.GetNamespace()
 			if i := strings.Index(name, "/"); i >= 0 {
 				ns, name = name[:i], name[i+1:]
 			}
 			if item, ok, _ := c.customizers.GetIndexer().GetByKey(kcpcache.ToClusterAwareKey(logicalcluster.From(wo.obj).String(), ns, name)); ok {
-				entry += "/" + transport.Hash(transport.Sanitize(espw.AsUnstructured(item)).Object)
+				entry += "/" + c.sanitizedHash(espw.AsUnstructured(item))
 			}
 		}
 		content[key.String()] = entry
 	}
 	return transport.Hash(content)
+}
+
+// sanitizedHash is the hash of an object as it travels before customisation, computed once per
+// version of the object.
+func (c *Controller) sanitizedHash(u *unstructured.Unstructured) string {
+	return c.hashes.get(u, func() string { return transport.Hash(transport.Sanitize(u).Object) })
 }
 
 // projectionError is a problem with one object.

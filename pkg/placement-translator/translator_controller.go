@@ -129,6 +129,11 @@ type Controller struct {
 
 	// decodedSlices decodes each slice's destinations once per version.
 	decodedSlices *sliceDecoder
+	// hashes and claims compute, once per version of an object, what every mailbox's reconcile
+	// would otherwise compute again: the hash of a selected object (for the placement's
+	// revision), and the claims a workload workspace's binding does not accept.
+	hashes *versionMemo[string]
+	claims *versionMemo[bindingClaims]
 
 	// workload holds one informer per workload resource served through the virtual workspace,
 	// and the custom kinds of the workload workspaces; see sources.go.
@@ -183,6 +188,8 @@ func NewController(cfg Config) (*Controller, error) {
 		mailboxes: map[string]*mailboxState{},
 		results:   newResults(),
 		rollouts:  newRolloutTracker(),
+		hashes:    newVersionMemo[string](memoObjects),
+		claims:    newVersionMemo[bindingClaims](memoBindings),
 		now:       time.Now,
 	}
 	newInformer := func(gvr schema.GroupVersionResource, indexers cache.Indexers) espw.SharedInformer {
