@@ -12,6 +12,10 @@ import (
 // size objects, the least recently used going first; an object without a UID or a
 // resourceVersion (one not read from a server) is computed every time. Values must not be
 // changed by callers.
+//
+// sliceDecoder (slices.go) memoises by version too, but forgets exactly the slices that are gone,
+// which it can list cheaply from its informer; the objects and bindings here are read through
+// many informers, so a bound on their number stands in for that.
 type versionMemo[T any] struct {
 	cache *lru.Cache
 }
