@@ -17,15 +17,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -441,69 +438,6 @@ func (s *Server) printLogTail(n int) {
 	fmt.Fprintf(os.Stderr, "---- last %d lines of kcp's log (%s) ----\n%s\n---- end of kcp's log ----\n",
 		len(lines), s.logPath, strings.Join(lines, "\n"))
 }
-
-// FreePorts returns n distinct TCP ports that were free on 127.0.0.1 a moment ago, and that no
-// earlier call in this process returned, so that servers started at the same time get different
-// ports. They are taken below the kernel's ephemeral range (ip_local_port_range), from which
-// the kernel picks the local port of every outgoing connection and of every listener on port
-// 0: a server that a test stops and starts again on the same ports (kcp's restart keeps its
-// address and its embedded etcd's) would otherwise find one taken meanwhile by some client's
-// connection or another test's server, as kcp once did ("bind: address already in use" for its
-// etcd peer port after 60 s down).
-func FreePorts(n int) ([]int, error) {
-	portsMu.Lock()
-	defer portsMu.Unlock()
-	var listeners []net.Listener
-	defer func() {
-		for _, l := range listeners {
-			l.Close()
-		}
-	}()
-	low, high := lowPort, ephemeralLow()-1
-	ports := make([]int, 0, n)
-	for tries := 0; len(ports) < n; tries++ {
-		if tries > 100*n+1000 {
-			return nil, fmt.Errorf("finding %d free ports in %d-%d: only %d found", n, low, high, len(ports))
-		}
-		port := low + rand.IntN(high-low+1)
-		if portsGiven[port] {
-			continue
-		}
-		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
-		if err != nil {
-			continue // taken
-		}
-		listeners = append(listeners, l)
-		portsGiven[port] = true
-		ports = append(ports, port)
-	}
-	return ports, nil
-}
-
-// lowPort is the lowest port FreePorts gives: above the well-known and most registered ports.
-const lowPort = 20000
-
-// ephemeralLow is the first port of the kernel's ephemeral range, 32768 where it cannot be read.
-func ephemeralLow() int {
-	raw, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err != nil {
-		return 32768
-	}
-	fields := strings.Fields(string(raw))
-	if len(fields) < 1 {
-		return 32768
-	}
-	v, err := strconv.Atoi(fields[0])
-	if err != nil || v <= lowPort+1000 {
-		return 32768
-	}
-	return v
-}
-
-var (
-	portsMu    sync.Mutex
-	portsGiven = map[int]bool{}
-)
 
 // RepoFile returns the path of a file of this repository, found from the working directory.
 func RepoFile(elems ...string) (string, error) {
