@@ -23,8 +23,8 @@ import (
 // address and its embedded etcd's) would otherwise find one taken meanwhile: by some client's
 // connection, as kcp once did ("bind: address already in use" for its etcd peer port after
 // 60 s down); or by a server of another test package that found the port free while kcp was
-// down, as TestRootListingClosedByRootRBAC once did (its etcd client port, taken by a plain
-// HTTP server of a package run beside it). The reservation across processes is a POSIX record
+// down, as TestRootListingClosedByRootRBAC once did in CI (its embedded etcd's client port,
+// answered meanwhile by a server without TLS: a process of a package run beside it). The reservation across processes is a POSIX record
 // lock on the port's byte of one shared file (portLockPath), which the kernel releases when
 // the process ends, however it ends.
 func FreePorts(n int) ([]int, error) {
