@@ -2,7 +2,6 @@ package framework
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -10,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"syscall"
 	"testing"
 )
 
@@ -35,23 +33,18 @@ func holdPortsExcept(window string) error {
 	if _, err := fmt.Sscanf(window, "%d-%d", &lo, &hi); err != nil {
 		return fmt.Errorf("%s=%q: %w", holdPortsEnv, window, err)
 	}
-	f, err := os.OpenFile(portLockPath(), os.O_RDWR|os.O_CREATE, 0o666)
-	if err != nil {
-		return err
-	}
-	// Port by port: the ports this test's own process already holds stay its own.
+	// Port by port, through FreePorts' own reservation: the ports this test's own process
+	// already holds stay its own (reservePort says false for them).
 	for port := lowPort; port < ephemeralLow(); port++ {
 		if port == lo {
 			port = hi
 		}
-		lk := syscall.Flock_t{Type: syscall.F_WRLCK, Start: int64(port), Len: 1}
-		err := syscall.FcntlFlock(f.Fd(), syscall.F_SETLK, &lk)
-		if err != nil && !errors.Is(err, syscall.EAGAIN) && !errors.Is(err, syscall.EACCES) {
-			return fmt.Errorf("locking port %d: %w", port, err)
+		if _, err := reservePort(port); err != nil {
+			return err
 		}
 	}
 	fmt.Println("held")
-	_, err = io.Copy(io.Discard, os.Stdin)
+	_, err := io.Copy(io.Discard, os.Stdin)
 	return err
 }
 
