@@ -59,6 +59,9 @@ type Server struct {
 	args    []string
 	cmd     *exec.Cmd
 	exited  chan struct{}
+	// shared: another process started the server for a whole run (SharedServersEnv); this
+	// one may not stop, kill or restart it.
+	shared bool
 }
 
 var server *Server
@@ -81,6 +84,7 @@ type kcpOptions struct {
 	binary string
 	dir    string
 	env    []string
+	own    bool // OwnKCP
 }
 
 // testGC is the GOGC of the kcp servers that the e2e tests' packages start (RunWithKCP and the
@@ -142,7 +146,26 @@ func WithBinary(path string) KCPOption {
 // RunWithKCP starts kcp, runs the tests, stops kcp and returns the exit code for os.Exit. When a
 // test failed, the tail of kcp's log is printed.
 func RunWithKCP(m *testing.M, opts ...KCPOption) int {
-	var err error
+	var o kcpOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	shared, err := readSharedServers()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "framework: %v\n", err)
+		return 1
+	}
+	if shared != nil && o.mayShare() && os.Getenv("EDGE_E2E_KUBECONFIG") == "" {
+		if server, err = attachShared(shared.Center); err != nil {
+			fmt.Fprintf(os.Stderr, "framework: the run's shared kcp (%s): %v\n", shared.Center.Kubeconfig, err)
+			return 1
+		}
+		fmt.Fprintf(os.Stderr, "framework: using the run's shared kcp (log %s)\n", server.logPath)
+		code := m.Run()
+		stopEdgeKCP()
+		RemoveCommands()
+		return code
+	}
 	server, err = startServer(append([]KCPOption{withTestGC()}, opts...)...)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "framework: %v\n", err)
@@ -318,6 +341,7 @@ func getMetrics(ctx context.Context, client *http.Client, base string) (string, 
 
 // Kill ends the kcp process at once, as a crash or power loss would; its data stays.
 func (s *Server) Kill() {
+	s.mustOwn("kill")
 	if s.cmd != nil && s.cmd.Process != nil {
 		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 		<-s.exited
@@ -327,10 +351,19 @@ func (s *Server) Kill() {
 // Restart starts kcp again, after Kill, with the same data, address and ports, and waits until
 // it is ready. Tests that restart kcp belong in a package of their own.
 func (s *Server) Restart() error {
+	s.mustOwn("restart")
 	if s.bin == "" {
 		return fmt.Errorf("kcp was not started by the harness")
 	}
 	return s.startProcess()
+}
+
+// mustOwn panics if the server is shared by the run's packages: a test that kills or restarts
+// kcp would take it from every other package.
+func (s *Server) mustOwn(what string) {
+	if s.shared {
+		panic(fmt.Sprintf("framework: a test may not %s the kcp that the run's packages share; its package's TestMain must start its own with framework.RunWithKCP(m, framework.OwnKCP())", what))
+	}
 }
 
 // waitReady waits for the admin kubeconfig, /readyz, and the root workspace to answer.

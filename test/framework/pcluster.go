@@ -59,6 +59,15 @@ var (
 func EdgeKCP(t testing.TB) *Server {
 	t.Helper()
 	edgeKCPOnce.Do(func() {
+		var shared *sharedServers
+		if shared, edgeKCPErr = readSharedServers(); edgeKCPErr != nil {
+			return
+		}
+		if shared != nil {
+			fmt.Fprintf(os.Stderr, "framework: using the run's shared kcp for logical-cluster edge clusters (log %s)\n", shared.Edge.Log)
+			edgeKCP, edgeKCPErr = attachShared(shared.Edge)
+			return
+		}
 		fmt.Fprintln(os.Stderr, "framework: starting a second kcp for logical-cluster edge clusters")
 		edgeKCP, edgeKCPErr = startServer(withTestGC())
 	})

@@ -11,4 +11,5 @@ import (
 	"github.com/kcp-dev/edge-mc/test/framework"
 )
 
-func TestMain(m *testing.M) { os.Exit(framework.RunWithKCP(m)) }
+// The tests kill and restart kcp: the package needs one of its own.
+func TestMain(m *testing.M) { os.Exit(framework.RunWithKCP(m, framework.OwnKCP())) }

@@ -22,7 +22,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	code := framework.RunWithKCP(m)
+	// TestManifests makes the default ESPW, root:espw, as test/e2e/install does: a kcp of its own
+	// keeps the two apart when the run shares one.
+	code := framework.RunWithKCP(m, framework.OwnKCP())
 	removeRelease()
 	os.Exit(code)
 }
