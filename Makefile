@@ -164,7 +164,10 @@ lint: ## go vet and gofmt.
 	@echo ">> go vet and gofmt are clean"
 
 .PHONY: test-unit
-test-unit: ## Unit tests (no servers needed) with the race detector, the test harness's own, and the workload-kinds schema generator.
+test-unit: lint verify-codegen unit ## The fast tier, no server needed: lint, codegen drift, and the unit tests with the race detector (fuzz targets run on their seed inputs).
+
+.PHONY: unit
+unit: ## Unit tests alone (no servers needed) with the race detector, the test harness's own, and the workload-kinds schema generator.
 	$(GO) test -race $$($(GO) list ./... | grep -v /test/)
 	$(GO) test -race -short ./test/framework/
 	cd hack/tools/kube && GOFLAGS=$(GOFLAGS_TOOLS) $(GO) test ./workload-crds/
@@ -180,21 +183,32 @@ test-fuzz: ## Every Go fuzz target under pkg/ and cmd/ for FUZZTIME (3s) each; a
 # make workspaces, for controllers to converge: badinput alone used 60 s of CPU in 128 s), so
 # three at a time keep two cores busy where go test's default, one per core, left them idle.
 E2E_PARALLEL ?= 3
+# How many tests of one package run at a time (go test -parallel): the tests that call
+# t.Parallel, each on workspaces, mailboxes and edge clusters of its own, spend most of their time
+# waiting for controllers to converge.
+E2E_TEST_PARALLEL ?= 4
 # The packages that take longest, started first so that the run does not end waiting on one of
 # them alone; every other package under test/ follows.
 E2E_FIRST := ./test/e2e/syncer/ ./test/e2e/badinput/ ./test/e2e/rollout/ ./test/e2e/crash/ \
 	./test/e2e/security/ ./test/e2e/outage/ ./test/e2e/sharded/ ./test/e2e/install/
 
+# The e2e run's go test -json stream, kept for a look afterwards (`go run ./hack/testtimes <
+# _output/e2e.json` prints its summary again).
+E2E_JSON := _output/e2e.json
+
 .PHONY: test-e2e
-test-e2e: $(KCP) build ## End-to-end tests against a real kcp started by the test harness, E2E_PARALLEL (3) packages at a time, all with the commands make build put into bin/.
-	EDGE_E2E_COMMANDS=$(BIN) $(GO) test -count=1 -p $(E2E_PARALLEL) -timeout 45m $(E2E_FIRST) ./test/...
+test-e2e: $(KCP) build ## End-to-end tests against a real kcp started by the test harness (one center and one edge kcp shared by the packages that may share them), E2E_PARALLEL (3) packages and E2E_TEST_PARALLEL (4) tests of a package at a time, with the commands make build put into bin/; prints each package's time at the end, longest first.
+	@mkdir -p $(dir $(E2E_JSON))
+	$(GO) build -o $(BIN)/ ./hack/testtimes ./hack/e2e-servers
+	EDGE_E2E_COMMANDS=$(BIN) $(BIN)/e2e-servers -- $(GO) test -json -count=1 -p $(E2E_PARALLEL) -parallel $(E2E_TEST_PARALLEL) \
+		-timeout 45m $(E2E_FIRST) ./test/... 2>&1 | $(BIN)/testtimes -json-out $(E2E_JSON)
 
 .PHONY: test-e2e-race
 test-e2e-race: $(KCP) ## E2E tests of E2E_PACKAGE (./test/e2e/syncer/) with edge-mc's commands built with the race detector; a reported race fails the test.
 	EDGE_E2E_RACE=1 $(GO) test -count=1 -p 1 -timeout 60m $(or $(E2E_PACKAGE),./test/e2e/syncer/)
 
 .PHONY: test
-test: tools lint verify-codegen test-unit test-fuzz test-e2e ## Everything CI runs: lint, codegen drift, unit tests (with the race detector), short fuzz runs, e2e tests.
+test: tools test-unit test-fuzz test-e2e ## Everything CI runs: lint, codegen drift, unit tests (with the race detector), short fuzz runs, e2e tests.
 
 ##@ Benchmarks
 

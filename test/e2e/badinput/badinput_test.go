@@ -21,6 +21,7 @@ import (
 // placement keeps converging, and once the selector is fixed the condition clears and the
 // workload arrives where the new selector says.
 func TestPlacementSelectingNothing(t *testing.T) {
+	t.Parallel()
 	w := setUp(t)
 	manifest := func(region string) string {
 		return `apiVersion: v1
@@ -73,6 +74,7 @@ spec:
 // ConfigMaps) still reaches both edges, the good placement keeps converging, and once the name
 // is fixed the condition clears and the Deployment arrives.
 func TestDownsyncUnknownResource(t *testing.T) {
+	t.Parallel()
 	w := setUp(t)
 	manifest := func(deployments string) string {
 		return `apiVersion: v1
@@ -136,6 +138,7 @@ spec:
 // and the good placement keeps converging; the fixed Customizer clears the condition and its
 // new value reaches both edges.
 func TestCustomizerCannotApply(t *testing.T) {
+	t.Parallel()
 	w := setUp(t)
 	customizer := func(path, value string) string {
 		return `apiVersion: edge.kcp.io/v1alpha1
@@ -226,6 +229,7 @@ spec:
 // problems; the small ConfigMap reaches both edges and the good placement keeps converging; made
 // smaller (the annotation dropped: 1.33 MB as JSON), it travels, in parts, and arrives whole.
 func TestObjectTooLarge(t *testing.T) {
+	t.Parallel()
 	w := setUp(t)
 	blob := make([]byte, 1_000_000)
 	if _, err := rand.Read(blob); err != nil { // incompressible: the assemblage is cut into parts

@@ -28,6 +28,7 @@ import (
 // objects of the placement are applied at both, the good placement keeps converging on every
 // edge, and fixing the Deployment clears the entry and gets it to the Kubernetes edge.
 func TestEdgeRefusesAnObject(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, true)
 	start := time.Now()
 	w.Apply(t, w.WMW, `apiVersion: v1
@@ -92,6 +93,7 @@ spec:
 // fields included, the edge keeps what it has (same UID and resourceVersion), and the good
 // placement keeps converging.
 func TestHandEditsInAMailboxArePutBack(t *testing.T) {
+	t.Parallel()
 	w := setUp(t)
 	mb := w.Mailbox(t, "edge1")
 	mailbox := framework.KCP(t).DynamicClient(t, mb)
@@ -168,6 +170,7 @@ func TestHandEditsInAMailboxArePutBack(t *testing.T) {
 // kind at the edge, as the message says, gets the object there without anything else done, and
 // clears the entry.
 func TestKindTheEdgeDoesNotServe(t *testing.T) {
+	t.Parallel()
 	w := setUp(t)
 	ctx := framework.Context(t, 2*time.Minute)
 	lean, err := framework.CreateLogicalPCluster(ctx, framework.EdgeKCP(t), "lean",
@@ -216,6 +219,7 @@ spec:
 // it would have applied edge2's workload at edge1 and kept edge2 looking served. edge2's Lease
 // stays its own syncer's, and the good placement keeps converging.
 func TestSyncerGivenTheWrongMailbox(t *testing.T) {
+	t.Parallel()
 	w := setUp(t)
 	edge1, edge2 := w.syncers["edge1"], w.syncers["edge2"]
 	leases := schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
@@ -265,6 +269,7 @@ func TestSyncerGivenTheWrongMailbox(t *testing.T) {
 // conflicting CRD is removed at edge1, the placement's next version brings the kind and the
 // object there.
 func TestEdgeRefusesACRD(t *testing.T) {
+	t.Parallel()
 	w := setUp(t)
 	crd := func(scope string) string {
 		return `apiVersion: apiextensions.k8s.io/v1

@@ -49,7 +49,11 @@ func TestMailboxTypeBindsItsExportByItself(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		return ws.Status.Phase == corev1alpha1.LogicalClusterPhaseReady, fmt.Sprintf("the workspace %s is %q, not Ready", mailbox, ws.Status.Phase)
+		var conds []string
+		for _, c := range ws.Status.Conditions {
+			conds = append(conds, fmt.Sprintf("%s=%s (%s: %s)", c.Type, c.Status, c.Reason, c.Message))
+		}
+		return ws.Status.Phase == corev1alpha1.LogicalClusterPhaseReady, fmt.Sprintf("the workspace %s is %q, not Ready; its conditions: %v", mailbox, ws.Status.Phase, conds)
 	})
 	ready := time.Since(start)
 

@@ -16,6 +16,7 @@ import (
 // connection is back; then the same with the connections reset and refused for 15 s. Nothing
 // else is deleted or rewritten at the edge. The times to converge are logged.
 func TestSyncerConnectionCut(t *testing.T) {
+	t.Parallel()
 	f := setUp(t, map[string]string{"edge1": "east"})
 	edge := framework.NewLogicalPCluster(t, "edge1")
 	syncer, proxy := framework.StartSyncerThroughProxy(t, f.ESPW, f.IMW, "edge1", edge)

@@ -111,6 +111,7 @@ func watchAssemblages(t *testing.T, log *versionLog, mailbox string, client dyna
 // left (two writers undoing each other); and an edit made after the takeover reaches every edge
 // without recreating anything there. The time to take over is logged.
 func TestLeaderKilledMidFanOut(t *testing.T) {
+	t.Parallel()
 	const count = 30
 	names := []string{"edge1", "edge2", "edge3", "edge4"}
 	regions := map[string]string{}

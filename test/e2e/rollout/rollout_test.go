@@ -273,6 +273,7 @@ func (f *edgeFleet) eventuallyCondition(t *testing.T, name, condType string, sta
 // TestMaxInFlight: 10 destinations, maxInFlight 2, a soak of 4 s: never more than 2 destinations
 // mid-update; every destination gets the edit; the rollout completes.
 func TestMaxInFlight(t *testing.T) {
+	t.Parallel()
 	f := newEdgeFleet(t, 10, 0)
 	f.Apply(t, f.WMW, settingsManifest("v1"))
 	f.Apply(t, f.WMW, placementWith("app", "    maxInFlight: 2\n    minReadySeconds: 4\n"))
@@ -310,6 +311,7 @@ func describe(all []*delivery) string {
 // TestCanaryGateAndPause: nothing beyond the canary until resumed; paused, nothing goes; resumed,
 // everything does.
 func TestCanaryGateAndPause(t *testing.T) {
+	t.Parallel()
 	f := newEdgeFleet(t, 4, 1)
 	f.Apply(t, f.WMW, settingsManifest("v1"))
 	f.Apply(t, f.WMW, placementWith("app", `    stages:
@@ -399,6 +401,7 @@ func (f *edgeFleet) makeReady(t *testing.T, name string) {
 // TestProgressDeadlineStallsAndRecovers: a destination that never becomes ready fails at the
 // progress deadline, the rollout stalls naming it, and goes on once it recovers.
 func TestProgressDeadlineStallsAndRecovers(t *testing.T) {
+	t.Parallel()
 	f := newEdgeFleet(t, 3, 0)
 	f.Apply(t, f.WMW, fmt.Sprintf(deploymentManifest, "v1"))
 	f.Apply(t, f.WMW, placementWith("app", "    maxInFlight: 1\n    progressDeadlineSeconds: 15\n    maxFailures: 0\n"))
@@ -421,6 +424,7 @@ func TestProgressDeadlineStallsAndRecovers(t *testing.T) {
 // deadline); the EdgePlacement deleted mid-rollout takes its assemblage out of every mailbox, and
 // applied again it is delivered afresh, with no rollout state left behind to hold it.
 func TestDeletedMidRollout(t *testing.T) {
+	t.Parallel()
 	f := newEdgeFleet(t, 3, 0)
 	f.Apply(t, f.WMW, fmt.Sprintf(deploymentManifest, "v1"))
 	f.Apply(t, f.WMW, placementWith("app", "    maxInFlight: 1\n    progressDeadlineSeconds: 600\n"))
@@ -464,6 +468,7 @@ spec:
 // TestNewerVersionSupersedes: an edit published mid-rollout replaces the one in flight; no
 // destination gets the first edit after the second was published.
 func TestNewerVersionSupersedes(t *testing.T) {
+	t.Parallel()
 	f := newEdgeFleet(t, 5, 0)
 	f.Apply(t, f.WMW, settingsManifest("v1"))
 	f.Apply(t, f.WMW, placementWith("app", "    maxInFlight: 1\n    minReadySeconds: 8\n"))
@@ -504,6 +509,7 @@ func TestNewerVersionSupersedes(t *testing.T) {
 // TestControllerRestartMidRollout: edge-controller-manager killed mid-rollout goes on after a
 // restart without exceeding maxInFlight and without delivering again to destinations done.
 func TestControllerRestartMidRollout(t *testing.T) {
+	t.Parallel()
 	f := newEdgeFleet(t, 6, 0)
 	f.Apply(t, f.WMW, settingsManifest("v1"))
 	f.Apply(t, f.WMW, placementWith("app", "    maxInFlight: 2\n    minReadySeconds: 6\n"))
@@ -541,6 +547,7 @@ func TestControllerRestartMidRollout(t *testing.T) {
 // TestDependsOnRealKubernetes: at a real Kubernetes edge, the app's placement is delivered only
 // once the database's Deployment is ready there, from the real controllers and kwok.
 func TestDependsOnRealKubernetes(t *testing.T) {
+	t.Parallel()
 	fl := framework.NewFleet(t, map[string]string{"kube1": "north"})
 	kube := framework.StartKubeCluster(t, "kube1")
 	framework.StartSyncer(t, fl.ESPW, fl.IMW, "kube1", kube.PCluster())

@@ -36,6 +36,7 @@ const clusterAdminForAll = `{"apiVersion": "rbac.authorization.k8s.io/v1", "kind
 // writes other than updates in a workload workspace; and that it cannot widen its rights with
 // RBAC anywhere outside the mailboxes.
 func TestControllerIdentityHasOnlyItsRights(t *testing.T) {
+	t.Parallel()
 	f := framework.NewFleet(t, map[string]string{"edge1": "east"})
 	wmwB := secondWMW(t, f)
 	mailbox := mailboxCluster(t, f, "edge1")

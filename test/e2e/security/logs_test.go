@@ -55,6 +55,7 @@ spec:
 // syncer's, the center kcp's, the edge kcp's) or in any event of the workload workspace, the
 // mailbox or the edge cluster.
 func TestSecretValuesNeverLogged(t *testing.T) {
+	t.Parallel()
 	first, second := randomValue(t), randomValue(t)
 	f := framework.NewFleetWithArgs(t, map[string]string{"edge1": "east"}, "-v=10")
 	edge := framework.NewLogicalPCluster(t, "edge1")

@@ -99,6 +99,7 @@ func secondWMW(t *testing.T, f *framework.Fleet) logicalcluster.Path {
 // workspaces at once, and edge-mc's virtual workspaces. Within its mailbox it cannot bind
 // edge-mc's other exports, which would widen what it sees.
 func TestSyncerCredentialReachesOnlyItsMailbox(t *testing.T) {
+	t.Parallel()
 	f := framework.NewFleet(t, map[string]string{"edge1": "east", "edge2": "west"})
 	wmwB := secondWMW(t, f)
 	cred, mailbox := f.SyncerCredential(t, "edge1")
@@ -140,6 +141,7 @@ func TestSyncerCredentialReachesOnlyItsMailbox(t *testing.T) {
 // narrowed, it granted every verb on every resource of the mailbox, and the credential could
 // open the mailbox, its token included, to every authenticated identity.
 func TestSyncerCredentialCannotWidenItsReach(t *testing.T) {
+	t.Parallel()
 	f := framework.NewFleet(t, map[string]string{"edge1": "east"})
 	cred, mailbox := f.SyncerCredential(t, "edge1")
 	const who = "edge1's syncer credential"

@@ -56,6 +56,7 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: %[1]s}]
 // mailboxes), root, all workspaces at once, and the virtual workspaces of edge-mc's exports. bob,
 // who was granted nothing, cannot read her workspace.
 func TestWorkloadAuthorStaysInTheirWorkspace(t *testing.T) {
+	t.Parallel()
 	f := framework.NewFleet(t, map[string]string{"edge1": "east", "edge2": "west"})
 	wmwB := secondWMW(t, f)
 	grantAdmin(t, f, f.WMW, "alice")
@@ -99,6 +100,7 @@ func TestWorkloadAuthorStaysInTheirWorkspace(t *testing.T) {
 // dave, admin of the inventory workspace alone, is refused until an operator adds him, by his
 // prefixed name, to the ClusterRoleBinding of inventory admins in the ESPW.
 func TestOnlyInventoryAdminsMakeInventory(t *testing.T) {
+	t.Parallel()
 	f := framework.NewFleet(t, map[string]string{"edge1": "east"})
 	for _, u := range []string{"alice", "carol", "dave"} {
 		grantAdmin(t, f, f.IMW, u)
@@ -182,6 +184,7 @@ func sharedEdge(t *testing.T) (*framework.Fleet, *framework.PCluster, logicalclu
 // workspace whose namespace it is: a gets a-app's, b gets b-app's, and a gets neither b-app's nor
 // kube-system's, with an UpsyncConflict condition that says why.
 func TestUpsyncStaysWithinTheWorkspace(t *testing.T) {
+	t.Parallel()
 	f, edge, wmwB := sharedEdge(t)
 	placement := func(ns string, upsync ...string) string {
 		return fmt.Sprintf(`apiVersion: v1
@@ -241,6 +244,7 @@ spec:
 // edge-mc says nothing of b's either: her placement's status, and `kubectl edge status` run as
 // her; `kubectl edge status --target`, which reads the mailbox, is refused to her.
 func TestPlacementReachesOnlyItsWorkspace(t *testing.T) {
+	t.Parallel()
 	f, edge, wmwB := sharedEdge(t)
 	const bValue = "b-only-7f3a"
 	f.Apply(t, wmwB, `apiVersion: v1
@@ -392,6 +396,7 @@ spec:
 // namespace too, and the placement says that (Projected False), since edge-mc no longer sees
 // those objects, which is not their deletion. Accepted again, the ConfigMap comes back.
 func TestUpsyncNeedsConsent(t *testing.T) {
+	t.Parallel()
 	f := framework.NewFleet(t, map[string]string{"edge1": "east"})
 	edge := framework.NewLogicalPCluster(t, "edge1")
 	framework.StartSyncer(t, f.ESPW, f.IMW, "edge1", edge)

@@ -13,6 +13,7 @@ import (
 // TestCenterHasTwoShards checks the harness itself: root lists both shards, and a workspace made
 // through the front-proxy answers there.
 func TestCenterHasTwoShards(t *testing.T) {
+	t.Parallel()
 	c := framework.ShardedKCP(t)
 	s := framework.KCP(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

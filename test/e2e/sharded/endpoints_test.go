@@ -17,6 +17,7 @@ import (
 // export, so edge-controller-manager sees both inventories only if it follows every endpoint; and
 // it writes each SyncTarget's status through the virtual workspace of the shard that holds it.
 func TestInventoryOnEveryShard(t *testing.T) {
+	t.Parallel()
 	c := framework.ShardedKCP(t)
 	f, _ := oneShardFleet(t)
 	var imws []string

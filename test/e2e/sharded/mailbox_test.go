@@ -26,6 +26,7 @@ const maxSyncTargets = 16
 // The ESPW and the inventory and workload workspaces are on one shard (see oneShardFleet); the
 // mailboxes, children of the ESPW, go where kcp puts them.
 func TestMailboxesOnBothShards(t *testing.T) {
+	t.Parallel()
 	c := framework.ShardedKCP(t)
 	f, _ := oneShardFleet(t)
 	perShard := map[string][]string{}

@@ -54,6 +54,7 @@ spec:
 // virtual workspaces of edge.kcp.io, and the translator sees the mailboxes through both shards'
 // virtual workspaces of mailbox.edge.kcp.io.
 func TestPlacementAcrossShards(t *testing.T) {
+	t.Parallel()
 	c := framework.ShardedKCP(t)
 	base := framework.NewWorkspace(t)
 	espw, wmw := base.Join("espw"), base.Join("wmw")

@@ -180,6 +180,7 @@ func (m *mailboxWriter) report(syncTarget, placement string, refused string, obj
 // mailboxes by the test, and checks what a user reads: the placements' status, the workload
 // objects' annotations and status, and kubectl edge status, custom kinds included.
 func TestSummariesFromAssemblages(t *testing.T) {
+	t.Parallel()
 	base := framework.NewWorkspace(t)
 	f := &framework.Fleet{ESPW: base.Join("espw"), WMW: base.Join("wmw"), IMW: base.Join("imw")}
 	framework.KubectlEdge(t, "init", "--espw", f.ESPW.String()).MustSucceed(t)

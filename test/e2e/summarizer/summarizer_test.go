@@ -145,6 +145,7 @@ func setEdgeStatus(t *testing.T, edge dynamic.Interface, namespace, name string,
 // EdgePlacement's status, kubectl edge status and the objects' annotations, the objects becoming
 // ready, one failing, one syncer going silent and coming back, and singleton status.
 func TestSummaries(t *testing.T) {
+	t.Parallel()
 	regions := map[string]string{"edge-east": "east", "edge-west": "west", "edge-north": "north"}
 	f := framework.NewFleet(t, regions)
 	edges := map[string]dynamic.Interface{}
@@ -325,6 +326,7 @@ func conditionIs(condType string, want metav1.ConditionStatus) func(*unstructure
 // TestRealKubernetesEdge places a Deployment on a real Kubernetes edge cluster, whose controllers
 // and kwok node make it ready, and checks the summary and the singleton status from there.
 func TestRealKubernetesEdge(t *testing.T) {
+	t.Parallel()
 	f := framework.NewFleet(t, map[string]string{"kube-edge": "east"})
 	kube := framework.StartKubeCluster(t, "kube-edge")
 	framework.StartSyncer(t, f.ESPW, f.IMW, "kube-edge", kube.PCluster())
@@ -356,6 +358,7 @@ func TestRealKubernetesEdge(t *testing.T) {
 // workspace, on a logical-cluster edge: they travel in the assemblage with their CRD, and the
 // placement's summary and the objects' executing-count count them like any other.
 func TestCustomKindInSummary(t *testing.T) {
+	t.Parallel()
 	f := framework.NewFleet(t, map[string]string{"edge-1": "east"})
 	p := framework.NewLogicalPCluster(t, "edge-1")
 	framework.StartSyncer(t, f.ESPW, f.IMW, "edge-1", p)

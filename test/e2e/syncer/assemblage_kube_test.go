@@ -70,6 +70,7 @@ metadata: {name: shop}
 // so, with its .status; the Deployment the edge refuses is Failed with the edge's reason while
 // the rest is applied; and the fixed version is applied and ready.
 func TestAssemblageKubeEdge(t *testing.T) {
+	t.Parallel()
 	kube := framework.StartKubeCluster(t, "kube1")
 	af := newAssemblageFleet(t, kube.PCluster())
 	ec := af.edge

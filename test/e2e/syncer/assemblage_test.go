@@ -225,6 +225,7 @@ var appV2 = strings.Replace(strings.Replace(appV1, "data: {region: east}", "data
 // reported, edited, repaired, create-only, refused when corrupt or of an unknown format, and
 // removed, with the SyncerConfig's report and heartbeat interval.
 func TestAssemblageLifecycle(t *testing.T) {
+	t.Parallel()
 	af := newAssemblageFleet(t, framework.NewLogicalPCluster(t, "edge1"))
 	ec := af.edge
 	owner := af.syncer.UID + ".syncer.edge.kcp.io/owner"
@@ -450,6 +451,7 @@ func bigConfigMap(name string, n int) string {
 // arrive after the assemblage: it is refused as incomplete until they are all there, then
 // applied.
 func TestAssemblageInParts(t *testing.T) {
+	t.Parallel()
 	af := newAssemblageFleet(t, framework.NewLogicalPCluster(t, "edge-parts"))
 	manifest := "apiVersion: v1\nkind: Namespace\nmetadata: {name: app}\n---\n" + bigConfigMap("big", 900<<10)
 	a, parts := framework.EncodeAssemblage(t, wsCluster, "big", framework.Entries(t, manifest))
@@ -485,6 +487,7 @@ func TestAssemblageInParts(t *testing.T) {
 // created; an object deleted at the edge meanwhile is put back; and nothing else is recreated
 // or even written (UIDs and resourceVersions compared).
 func TestAssemblageSyncerRestart(t *testing.T) {
+	t.Parallel()
 	af := newAssemblageFleet(t, framework.NewLogicalPCluster(t, "edge-restart"))
 	ec := af.edge
 	var many strings.Builder
@@ -560,6 +563,7 @@ func TestAssemblageSyncerRestart(t *testing.T) {
 // nothing; an assemblage that carries some of those objects adopts them with their UIDs; they go
 // only when they leave the assemblage, and the others stay.
 func TestAssemblageUpgradeFromCopies(t *testing.T) {
+	t.Parallel()
 	pc := framework.NewLogicalPCluster(t, "edge-upgrade")
 	f := framework.NewMailboxFleet(t, map[string]string{pc.Name: "east"})
 	mailbox := framework.KCP(t).DynamicClient(t, f.Mailbox(t, pc.Name))

@@ -77,6 +77,7 @@ spec:
 // Deployment's status from the real controllers comes back to the assemblage's status, and an
 // object the cluster refuses shows why there while the others are applied.
 func TestRealKubernetesEdge(t *testing.T) {
+	t.Parallel()
 	f := setUp(t, map[string]string{"kube1": "north"})
 	kube := framework.StartKubeCluster(t, "kube1")
 	framework.StartSyncer(t, f.ESPW, f.IMW, "kube1", kube.PCluster())

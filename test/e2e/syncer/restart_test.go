@@ -15,6 +15,7 @@ import (
 // down by a low request rate to the edge, and restarts it: every object arrives, once, and those
 // applied before the kill keep their UIDs.
 func TestSyncerRestartMidway(t *testing.T) {
+	t.Parallel()
 	const count = 60
 	f := setUp(t, map[string]string{"edge2": "south"})
 	edge := framework.NewLogicalPCluster(t, "edge2")
@@ -76,6 +77,7 @@ func configMapUIDs(t *testing.T, ec dynamic.Interface, namespace string) map[str
 // later: the syncer recovers by itself (it keeps running and needs no restart), every object
 // arrives, and those applied before keep their UIDs.
 func TestEdgeAPIServerRestartMidway(t *testing.T) {
+	t.Parallel()
 	const count = 60
 	f := setUp(t, map[string]string{"kube2": "west"})
 	kube := framework.StartKubeCluster(t, "kube2")

@@ -112,6 +112,7 @@ var downsynced = []objectID{
 // TestFullCycle runs a workload through a logical-cluster edge cluster: down-sync (customised),
 // status back to the mailbox, up-sync, drift repair, create-only, and deletion.
 func TestFullCycle(t *testing.T) {
+	t.Parallel()
 	f := setUp(t, map[string]string{"edge1": "east"})
 	edge := framework.NewLogicalPCluster(t, "edge1")
 	syncer := framework.StartSyncer(t, f.ESPW, f.IMW, "edge1", edge)

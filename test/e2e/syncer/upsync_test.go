@@ -57,6 +57,7 @@ var edgePlacements = schema.GroupVersionResource{Group: "edge.kcp.io", Version: 
 // them, never overwrite an object of the workspace's own, never travel back down to the mailboxes,
 // and an object made at both edges is an UpsyncConflict naming both until one edge deletes it.
 func TestUpsyncReturn(t *testing.T) {
+	t.Parallel()
 	f := setUp(t, map[string]string{"edge-a": "east", "edge-b": "east"})
 	edgeA, edgeB := framework.NewLogicalPCluster(t, "edge-a"), framework.NewLogicalPCluster(t, "edge-b")
 	framework.StartSyncer(t, f.ESPW, f.IMW, "edge-a", edgeA)
@@ -208,6 +209,7 @@ func TestUpsyncReturn(t *testing.T) {
 // objects back, changes the edge meanwhile, and restarts it: the workload workspace ends up with
 // exactly what the edge has, and what came back before the kill is not recreated.
 func TestUpsyncControllerRestart(t *testing.T) {
+	t.Parallel()
 	const count = 60
 	f := setUp(t, map[string]string{"edge-r": "west"})
 	edge := framework.NewLogicalPCluster(t, "edge-r")

@@ -113,6 +113,7 @@ var everything = []string{
 }
 
 func TestProjection(t *testing.T) {
+	t.Parallel()
 	f := setUp(t)
 	f.apply(t, f.wmwA, crd)
 	f.kubectl(t, f.wmwA, "wait", "--for=condition=Established", "crd/widgets.example.com", "--timeout=60s")

@@ -26,8 +26,10 @@ import (
 	"github.com/kcp-dev/edge-mc/test/framework"
 )
 
+// TestFortyObjectsFromOneAssemblage counts every write kcp serves: the package needs a kcp of
+// its own.
 func TestMain(m *testing.M) {
-	os.Exit(framework.RunWithKCP(m))
+	os.Exit(framework.RunWithKCP(m, framework.OwnKCP()))
 }
 
 var (
@@ -146,6 +148,7 @@ func describe(writes map[string]float64) string {
 // destination gets them from one assemblage, written once, and the placement's summary counts
 // every object, the custom kind's too.
 func TestFortyObjectsFromOneAssemblage(t *testing.T) {
+	// Not parallel: it counts every write kcp serves while its placement goes out.
 	f := framework.NewFleet(t, map[string]string{"kube1": "north", "sim1": "north"})
 	kube := framework.StartKubeCluster(t, "kube1")
 	sim := framework.NewLogicalPCluster(t, "sim1")
@@ -239,6 +242,7 @@ func TestFortyObjectsFromOneAssemblage(t *testing.T) {
 // TestLargeObjectTravels places a ConfigMap of 900 KiB that does not compress: it travels in
 // parts and arrives whole.
 func TestLargeObjectTravels(t *testing.T) {
+	t.Parallel()
 	f := framework.NewFleet(t, map[string]string{"sim1": "north"})
 	sim := framework.NewLogicalPCluster(t, "sim1")
 	framework.StartSyncer(t, f.ESPW, f.IMW, "sim1", sim)
