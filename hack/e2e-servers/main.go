@@ -1,12 +1,11 @@
-// Command e2e-servers starts the center kcp and the edge kcp that a run of e2e test packages
-// shares, runs a command with EDGE_E2E_SHARED_KCP naming the file that describes them, and stops
-// them when the command ends, with the command's exit code. `make test-e2e` runs go test under it:
+// Command e2e-servers starts the edge kcp that a run of e2e test packages shares for their
+// logical-cluster edge clusters, runs a command with EDGE_E2E_SHARED_EDGE_KCP naming the file
+// that describes it, and stops it when the command ends, with the command's exit code. `make
+// test-e2e` runs go test under it:
 //
 //	go run ./hack/e2e-servers -- go test ./test/...
 //
-// A package whose TestMain asks for a kcp of its own (framework.OwnKCP, WithUsers...) starts one
-// as before; see framework.SharedServersEnv. With EDGE_E2E_KEEP set the servers' directories and
-// logs stay.
+// See framework.SharedEdgeKCPEnv. With EDGE_E2E_KEEP set the server's directory and log stay.
 package main
 
 import (
@@ -39,23 +38,22 @@ func run(args []string) int {
 	defer os.RemoveAll(dir)
 
 	start := time.Now()
-	servers, err := framework.StartSharedServers(dir)
+	edge, file, err := framework.StartSharedEdgeKCP(dir)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e-servers: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(os.Stderr, "e2e-servers: the shared center and edge kcp are ready in %s (logs %s, %s)\n",
-		time.Since(start).Round(100*time.Millisecond), servers.Center.LogPath(), servers.Edge.LogPath())
-	defer servers.Stop()
+	fmt.Fprintf(os.Stderr, "e2e-servers: the shared edge kcp is ready in %s (log %s)\n", time.Since(start).Round(100*time.Millisecond), edge.LogPath())
+	defer edge.Stop()
 
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = append(os.Environ(), framework.SharedServersEnv+"="+servers.File)
+	cmd.Env = append(os.Environ(), framework.SharedEdgeKCPEnv+"="+file)
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e-servers: %v\n", err)
 		return 1
 	}
-	// An interrupt reaches the command (it is in the same process group); the servers stop once
+	// An interrupt reaches the command (it is in the same process group); the server stops once
 	// it has ended.
 	signal.Ignore(os.Interrupt, syscall.SIGTERM)
 	err = cmd.Wait()

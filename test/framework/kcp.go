@@ -59,8 +59,8 @@ type Server struct {
 	args    []string
 	cmd     *exec.Cmd
 	exited  chan struct{}
-	// shared: another process started the server for a whole run (SharedServersEnv); this
-	// one may not stop, kill or restart it.
+	// shared: another process started the server for a whole run (SharedEdgeKCPEnv); this one
+	// may not kill or restart it.
 	shared bool
 }
 
@@ -84,7 +84,6 @@ type kcpOptions struct {
 	binary string
 	dir    string
 	env    []string
-	own    bool // OwnKCP
 }
 
 // testGC is the GOGC of the kcp servers that the e2e tests' packages start (RunWithKCP and the
@@ -146,26 +145,7 @@ func WithBinary(path string) KCPOption {
 // RunWithKCP starts kcp, runs the tests, stops kcp and returns the exit code for os.Exit. When a
 // test failed, the tail of kcp's log is printed.
 func RunWithKCP(m *testing.M, opts ...KCPOption) int {
-	var o kcpOptions
-	for _, opt := range opts {
-		opt(&o)
-	}
-	shared, err := readSharedServers()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "framework: %v\n", err)
-		return 1
-	}
-	if shared != nil && o.mayShare() && os.Getenv("EDGE_E2E_KUBECONFIG") == "" {
-		if server, err = attachShared(shared.Center); err != nil {
-			fmt.Fprintf(os.Stderr, "framework: the run's shared kcp (%s): %v\n", shared.Center.Kubeconfig, err)
-			return 1
-		}
-		fmt.Fprintf(os.Stderr, "framework: using the run's shared kcp (log %s)\n", server.logPath)
-		code := m.Run()
-		stopEdgeKCP()
-		RemoveCommands()
-		return code
-	}
+	var err error
 	server, err = startServer(append([]KCPOption{withTestGC()}, opts...)...)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "framework: %v\n", err)
@@ -358,11 +338,11 @@ func (s *Server) Restart() error {
 	return s.startProcess()
 }
 
-// mustOwn panics if the server is shared by the run's packages: a test that kills or restarts
-// kcp would take it from every other package.
+// mustOwn panics if the run's packages share the server: a test that killed or restarted it
+// would take it from every other package.
 func (s *Server) mustOwn(what string) {
 	if s.shared {
-		panic(fmt.Sprintf("framework: a test may not %s the kcp that the run's packages share; its package's TestMain must start its own with framework.RunWithKCP(m, framework.OwnKCP())", what))
+		panic(fmt.Sprintf("framework: a test may not %s the edge kcp that the run's packages share (%s)", what, SharedEdgeKCPEnv))
 	}
 }
 

@@ -59,13 +59,10 @@ var (
 func EdgeKCP(t testing.TB) *Server {
 	t.Helper()
 	edgeKCPOnce.Do(func() {
-		var shared *sharedServers
-		if shared, edgeKCPErr = readSharedServers(); edgeKCPErr != nil {
-			return
-		}
-		if shared != nil {
-			fmt.Fprintf(os.Stderr, "framework: using the run's shared kcp for logical-cluster edge clusters (log %s)\n", shared.Edge.Log)
-			edgeKCP, edgeKCPErr = attachShared(shared.Edge)
+		if edgeKCP, edgeKCPErr = sharedEdgeKCP(); edgeKCP != nil || edgeKCPErr != nil {
+			if edgeKCP != nil {
+				fmt.Fprintf(os.Stderr, "framework: logical-cluster edge clusters in the run's shared edge kcp (log %s)\n", edgeKCP.logPath)
+			}
 			return
 		}
 		fmt.Fprintln(os.Stderr, "framework: starting a second kcp for logical-cluster edge clusters")
@@ -110,6 +107,7 @@ func NewLogicalPCluster(t testing.TB, name string) *PCluster {
 		t.Fatal(err)
 	}
 	t.Logf("edge cluster %s: logical cluster %s of the edge kcp", name, path)
+	s.deleteAfter(t, path)
 	return p
 }
 

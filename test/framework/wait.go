@@ -2,9 +2,11 @@ package framework
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/kcp-dev/logicalcluster/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -74,4 +76,20 @@ func ConditionStatus(obj *unstructured.Unstructured, condType string) (status me
 		return metav1.ConditionStatus(s), r, msg
 	}
 	return "", "", ""
+}
+
+// EventuallyCRDEstablished waits until the CustomResourceDefinition name in the workspace ws is
+// Established. (`kubectl wait --for=condition=Established` fails at once instead of waiting when
+// it reads the CRD before kcp has given it any condition.)
+func EventuallyCRDEstablished(t testing.TB, ws logicalcluster.Path, name string) {
+	t.Helper()
+	client := KCP(t).DynamicClient(t, ws)
+	Eventually(t, Converge, func() (bool, string) {
+		u := GetObject(t, client, crdsGVR, "", name)
+		if u == nil {
+			return false, "no CustomResourceDefinition " + name + " in " + ws.String()
+		}
+		status, reason, message := ConditionStatus(u, "Established")
+		return status == metav1.ConditionTrue, fmt.Sprintf("CustomResourceDefinition %s in %s: Established is %q (%s: %s)", name, ws, status, reason, message)
+	})
 }

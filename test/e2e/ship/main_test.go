@@ -22,9 +22,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	// TestManifests makes the default ESPW, root:espw, as test/e2e/install does: a kcp of its own
-	// keeps the two apart when the run shares one.
-	code := framework.RunWithKCP(m, framework.OwnKCP())
+	code := framework.RunWithKCP(m)
 	removeRelease()
 	os.Exit(code)
 }

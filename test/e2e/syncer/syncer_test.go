@@ -121,7 +121,7 @@ func TestFullCycle(t *testing.T) {
 	ec := edge.DynamicClient(t)
 
 	f.Apply(t, f.WMW, widgetCRD)
-	f.Kubectl(t, f.WMW, "wait", "--for=condition=Established", "crd/widgets.example.com", "--timeout=60s")
+	framework.EventuallyCRDEstablished(t, f.WMW, "widgets.example.com")
 	f.Apply(t, f.WMW, workload)
 	f.Apply(t, f.WMW, placement)
 

@@ -116,7 +116,7 @@ func TestProjection(t *testing.T) {
 	t.Parallel()
 	f := setUp(t)
 	f.apply(t, f.wmwA, crd)
-	f.kubectl(t, f.wmwA, "wait", "--for=condition=Established", "crd/widgets.example.com", "--timeout=60s")
+	framework.EventuallyCRDEstablished(t, f.wmwA, "widgets.example.com")
 	f.apply(t, f.wmwA, workload)
 	f.apply(t, f.wmwA, placement("app", "east, west", true))
 

@@ -26,10 +26,8 @@ import (
 	"github.com/kcp-dev/edge-mc/test/framework"
 )
 
-// TestFortyObjectsFromOneAssemblage counts every write kcp serves: the package needs a kcp of
-// its own.
 func TestMain(m *testing.M) {
-	os.Exit(framework.RunWithKCP(m, framework.OwnKCP()))
+	os.Exit(framework.RunWithKCP(m))
 }
 
 var (
@@ -155,7 +153,7 @@ func TestFortyObjectsFromOneAssemblage(t *testing.T) {
 	framework.StartSyncer(t, f.ESPW, f.IMW, "kube1", kube.PCluster())
 	framework.StartSyncer(t, f.ESPW, f.IMW, "sim1", sim)
 	f.Apply(t, f.WMW, widgetCRD)
-	f.Kubectl(t, f.WMW, "wait", "--for=condition=Established", "crd/widgets.example.com", "--timeout=60s")
+	framework.EventuallyCRDEstablished(t, f.WMW, "widgets.example.com")
 	workload, names := fortyObjects()
 	f.Apply(t, f.WMW, workload)
 	mailboxes := map[string]logicalcluster.Path{"kube1": f.Mailbox(t, "kube1"), "sim1": f.Mailbox(t, "sim1")}

@@ -12,5 +12,4 @@ import (
 	"github.com/kcp-dev/edge-mc/test/framework"
 )
 
-// The tests kill and restart kcp: the package needs one of its own.
-func TestMain(m *testing.M) { os.Exit(framework.RunWithKCP(m, framework.OwnKCP())) }
+func TestMain(m *testing.M) { os.Exit(framework.RunWithKCP(m)) }
