@@ -183,10 +183,12 @@ test-fuzz: ## Every Go fuzz target under pkg/ and cmd/ for FUZZTIME (3s) each; a
 # make workspaces, for controllers to converge: badinput alone used 60 s of CPU in 128 s), so
 # three at a time keep two cores busy where go test's default, one per core, left them idle.
 E2E_PARALLEL ?= 3
-# How many tests of one package run at a time (go test -parallel): the tests that call
-# t.Parallel, each on workspaces, mailboxes and edge clusters of its own, spend most of their time
-# waiting for controllers to converge.
-E2E_TEST_PARALLEL ?= 3
+# How many tests of one package run at a time (go test -parallel) among those that call
+# t.Parallel, each on workspaces, mailboxes and edge clusters of its own. One: with three at a
+# time the e2e run kept both cores 97-100% busy and took 3,232 s, longer than one at a time
+# (docs/development.md, "How long the suite takes"): each test's fleet keeps kcp busy for as long
+# as the test lasts, and tests that share the CPU last longer.
+E2E_TEST_PARALLEL ?= 1
 # The packages that take longest, started first so that the run does not end waiting on one of
 # them alone; every other package under test/ follows.
 E2E_FIRST := ./test/e2e/syncer/ ./test/e2e/badinput/ ./test/e2e/rollout/ ./test/e2e/crash/ \
@@ -197,7 +199,7 @@ E2E_FIRST := ./test/e2e/syncer/ ./test/e2e/badinput/ ./test/e2e/rollout/ ./test/
 E2E_JSON := _output/e2e.json
 
 .PHONY: test-e2e
-test-e2e: $(KCP) build ## End-to-end tests against a real kcp started by the test harness (a center per package, one edge kcp for all), E2E_PARALLEL (3) packages and E2E_TEST_PARALLEL (3) tests of a package at a time, with the commands make build put into bin/; prints each package's time at the end, longest first.
+test-e2e: $(KCP) build ## End-to-end tests against a real kcp started by the test harness (a center per package, one edge kcp for all), E2E_PARALLEL (3) packages and E2E_TEST_PARALLEL (1) tests of a package at a time, with the commands make build put into bin/; prints each package's time at the end, longest first.
 	@mkdir -p $(dir $(E2E_JSON))
 	$(GO) build -o $(BIN)/ ./hack/testtimes ./hack/e2e-servers
 	EDGE_E2E_COMMANDS=$(BIN) $(BIN)/e2e-servers -- $(GO) test -json -count=1 -p $(E2E_PARALLEL) -parallel $(E2E_TEST_PARALLEL) \
