@@ -1,10 +1,17 @@
 package framework
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/kcp-dev/logicalcluster/v3"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // SharedEdgeKCPEnv names the environment variable that gives the test packages a file
@@ -68,4 +75,23 @@ func sharedEdgeKCP() (*Server, error) {
 		return nil, fmt.Errorf("the run's shared edge kcp (%s): %w", d.Kubeconfig, err)
 	}
 	return s, nil
+}
+
+// deleteAfter deletes the workspace at path, a child of root, once the test is over, when the
+// run's packages share the server (SharedEdgeKCPEnv), so that a run of many tests does not keep
+// every test's edge clusters, each a few MB of kcp's memory, until its end. Cleanups run last
+// registered, first run: the syncers started after the workspace was made have stopped by then.
+// EDGE_E2E_KEEP keeps them.
+func (s *Server) deleteAfter(t testing.TB, path logicalcluster.Path) {
+	if !s.shared || os.Getenv("EDGE_E2E_KEEP") != "" {
+		return
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		parent, name := path.Split()
+		if err := s.KCP.Cluster(parent).TenancyV1alpha1().Workspaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Logf("deleting the test's workspace %s of the shared kcp: %v", path, err)
+		}
+	})
 }

@@ -4,15 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/kcp-dev/logicalcluster/v3"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -35,25 +32,6 @@ func NewWorkspace(t testing.TB) logicalcluster.Path {
 	}
 	t.Logf("workspace %s", path)
 	return path
-}
-
-// deleteAfter deletes the workspace at path, a child of root, once the test is over, when the
-// run's packages share the server (SharedEdgeKCPEnv), so that a run of many tests does not keep
-// every test's edge clusters, each a few MB of kcp's memory, until its end. Cleanups run last
-// registered, first run: the syncers started after the workspace was made have stopped by then.
-// EDGE_E2E_KEEP keeps them.
-func (s *Server) deleteAfter(t testing.TB, path logicalcluster.Path) {
-	if !s.shared || os.Getenv("EDGE_E2E_KEEP") != "" {
-		return
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		parent, name := path.Split()
-		if err := s.KCP.Cluster(parent).TenancyV1alpha1().Workspaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Logf("deleting the test's workspace %s of the shared kcp: %v", path, err)
-		}
-	})
 }
 
 // ConfigFor returns an admin rest.Config for the workspace at path.
