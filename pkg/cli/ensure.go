@@ -69,6 +69,8 @@ from the edge service provider workspace (--espw). Run "kubectl edge init" first
 			if _, err := ensurer.Workspace(ctx, path); err != nil {
 				return err
 			}
+			// The bindings are made first and waited for together (see workspaces.Bindings).
+			var reqs []workspaces.BindingRequest
 			for _, name := range exportNames {
 				// A workload workspace lets the placement translator read its workload objects (and
 				// the up-sync return path bring objects back into it) by accepting the permission claims of edge.kcp.io; an
@@ -84,9 +86,10 @@ from the edge service provider workspace (--espw). Run "kubectl edge init" first
 						claims = espw.AcceptAll(export.Spec.PermissionClaims)
 					}
 				}
-				if _, err := ensurer.BindingAccepting(ctx, path, name, espwPath, name, claims); err != nil {
-					return err
-				}
+				reqs = append(reqs, workspaces.BindingRequest{Name: name, ExportPath: espwPath, ExportName: name, Claims: claims})
+			}
+			if _, err := ensurer.Bindings(ctx, path, reqs...); err != nil {
+				return err
 			}
 			if verb == "wmw" {
 				if err := grantController(ctx, kcp, base, espwPath, path); err != nil {

@@ -89,9 +89,9 @@ workspaces under the ESPW).`,
 
 // workloadClient reaches the workload workspace: --wmw, or the kubeconfig's own.
 func (so *statusOptions) workloadClient() (dynamic.ResourceInterface, string, error) {
-	cfg, err := so.Config.ToRESTConfig()
+	cfg, err := so.restConfig()
 	if err != nil {
-		return nil, "", fmt.Errorf("loading kubeconfig: %w", err)
+		return nil, "", err
 	}
 	base, current := workspaces.Split(cfg)
 	where := current.String()

@@ -175,47 +175,90 @@ func (e *Ensurer) Binding(ctx context.Context, path logicalcluster.Path, name st
 // BindingAccepting is Binding, with the given permission claims of the export accepted (an
 // existing binding's accepted claims are brought in line).
 func (e *Ensurer) BindingAccepting(ctx context.Context, path logicalcluster.Path, name string, exportPath logicalcluster.Path, exportName string, claims []apisv1alpha2.AcceptablePermissionClaim) (*apisv1alpha2.APIBinding, error) {
-	want := apisv1alpha2.BindingReference{Export: &apisv1alpha2.ExportBindingReference{Path: exportPath.String(), Name: exportName}}
+	bound, err := e.Bindings(ctx, path, BindingRequest{Name: name, ExportPath: exportPath, ExportName: exportName, Claims: claims})
+	if err != nil {
+		return nil, err
+	}
+	return bound[0], nil
+}
+
+// BindingRequest is one APIBinding that Bindings makes sure of: its name, the APIExport it binds
+// (ExportName in the workspace ExportPath) and the permission claims it accepts (nil leaves an
+// existing binding's claims as they are).
+type BindingRequest struct {
+	Name       string
+	ExportPath logicalcluster.Path
+	ExportName string
+	Claims     []apisv1alpha2.AcceptablePermissionClaim
+}
+
+// Bindings makes sure the workspace at path has each of the APIBindings asked for, in their
+// order, and only then waits until all of them are bound, so that kcp binds them side by side:
+// binding an export whose schemas no workspace of the shard binds yet makes kcp create their CRDs,
+// which it declares established no sooner than 5 s later (kcp runs the CRD machinery as one of
+// several servers), and two such exports bound one after the other take twice that. It returns
+// the bound APIBindings, in the order asked.
+func (e *Ensurer) Bindings(ctx context.Context, path logicalcluster.Path, reqs ...BindingRequest) ([]*apisv1alpha2.APIBinding, error) {
 	bindings := e.KCP.Cluster(path).ApisV1alpha2().APIBindings()
-	b, err := bindings.Get(ctx, name, metav1.GetOptions{})
+	got := make([]*apisv1alpha2.APIBinding, len(reqs))
+	for i, r := range reqs {
+		b, err := e.ensureBinding(ctx, path, r)
+		if err != nil {
+			return nil, err
+		}
+		got[i] = b
+	}
+	for i, r := range reqs {
+		b := got[i]
+		if b.Status.Phase == apisv1alpha2.APIBindingPhaseBound {
+			continue
+		}
+		e.say("waiting for APIBinding %s in %s to be bound", r.Name, path)
+		err := wait.PollUntilContextTimeout(ctx, pollInterval, e.timeout(), true, func(ctx context.Context) (bool, error) {
+			var err error
+			if b, err = bindings.Get(ctx, r.Name, metav1.GetOptions{}); err != nil {
+				return false, err
+			}
+			return b.Status.Phase == apisv1alpha2.APIBindingPhaseBound, nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("APIBinding %s in %s was not bound (phase %q%s): %w", r.Name, path, b.Status.Phase, conditionsSummary(b.Status.Conditions), err)
+		}
+		got[i] = b
+	}
+	return got, nil
+}
+
+// ensureBinding creates the APIBinding r in the workspace at path, or checks the one there and
+// brings its accepted claims in line, without waiting for it to be bound.
+func (e *Ensurer) ensureBinding(ctx context.Context, path logicalcluster.Path, r BindingRequest) (*apisv1alpha2.APIBinding, error) {
+	want := apisv1alpha2.BindingReference{Export: &apisv1alpha2.ExportBindingReference{Path: r.ExportPath.String(), Name: r.ExportName}}
+	bindings := e.KCP.Cluster(path).ApisV1alpha2().APIBindings()
+	b, err := bindings.Get(ctx, r.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		e.say("binding %s in %s to APIExport %s:%s", name, path, exportPath, exportName)
+		e.say("binding %s in %s to APIExport %s:%s", r.Name, path, r.ExportPath, r.ExportName)
 		b, err = bindings.Create(ctx, &apisv1alpha2.APIBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec:       apisv1alpha2.APIBindingSpec{Reference: want, PermissionClaims: claims},
+			ObjectMeta: metav1.ObjectMeta{Name: r.Name},
+			Spec:       apisv1alpha2.APIBindingSpec{Reference: want, PermissionClaims: r.Claims},
 		}, metav1.CreateOptions{})
 		if err != nil {
-			return nil, fmt.Errorf("creating APIBinding %s in %s: %w", name, path, err)
+			return nil, fmt.Errorf("creating APIBinding %s in %s: %w", r.Name, path, err)
 		}
 	case err != nil:
-		return nil, fmt.Errorf("reading APIBinding %s in %s: %w", name, path, err)
+		return nil, fmt.Errorf("reading APIBinding %s in %s: %w", r.Name, path, err)
 	default:
 		got := b.Spec.Reference.Export
-		if got == nil || got.Name != exportName || (got.Path != exportPath.String() && got.Path != "") {
-			return nil, fmt.Errorf("workspace %s already has an APIBinding %q that binds %s, not %s:%s; delete it or use another workspace", path, name, describeReference(b.Spec.Reference), exportPath, exportName)
+		if got == nil || got.Name != r.ExportName || (got.Path != r.ExportPath.String() && got.Path != "") {
+			return nil, fmt.Errorf("workspace %s already has an APIBinding %q that binds %s, not %s:%s; delete it or use another workspace", path, r.Name, describeReference(b.Spec.Reference), r.ExportPath, r.ExportName)
 		}
-		if claims != nil && !equality.Semantic.DeepEqual(b.Spec.PermissionClaims, claims) {
-			e.say("accepting the permission claims of APIExport %s:%s in %s", exportPath, exportName, path)
-			b.Spec.PermissionClaims = claims
+		if r.Claims != nil && !equality.Semantic.DeepEqual(b.Spec.PermissionClaims, r.Claims) {
+			e.say("accepting the permission claims of APIExport %s:%s in %s", r.ExportPath, r.ExportName, path)
+			b.Spec.PermissionClaims = r.Claims
 			if b, err = bindings.Update(ctx, b, metav1.UpdateOptions{}); err != nil {
-				return nil, fmt.Errorf("accepting the permission claims in APIBinding %s in %s: %w", name, path, err)
+				return nil, fmt.Errorf("accepting the permission claims in APIBinding %s in %s: %w", r.Name, path, err)
 			}
 		}
-	}
-	if b.Status.Phase == apisv1alpha2.APIBindingPhaseBound {
-		return b, nil
-	}
-	e.say("waiting for APIBinding %s in %s to be bound", name, path)
-	err = wait.PollUntilContextTimeout(ctx, pollInterval, e.timeout(), true, func(ctx context.Context) (bool, error) {
-		b, err = bindings.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		return b.Status.Phase == apisv1alpha2.APIBindingPhaseBound, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("APIBinding %s in %s was not bound (phase %q%s): %w", name, path, b.Status.Phase, conditionsSummary(b.Status.Conditions), err)
 	}
 	return b, nil
 }
