@@ -104,6 +104,48 @@ func StartKubeCluster(t testing.TB, name string) *KubeCluster {
 	return k
 }
 
+// StartKubeClusterInBackground starts the cluster as StartKubeCluster does, while the test goes
+// on with its set-up (a cluster takes about 10 s to start, most of it waiting), and returns the
+// function that waits until it is ready and returns it, failing the test if it could not start.
+// The cluster is stopped when the test ends, whether or not the test waited for it.
+func StartKubeClusterInBackground(t testing.TB, name string) func() *KubeCluster {
+	t.Helper()
+	type started struct {
+		k   *KubeCluster
+		err error
+	}
+	ch := make(chan started, 1)
+	go func() {
+		k, err := StartKubeClusterForMain(name)
+		ch <- started{k, err}
+	}()
+	var got *started
+	wait := func() started {
+		if got == nil {
+			r := <-ch
+			got = &r
+		}
+		return *got
+	}
+	t.Cleanup(func() {
+		if r := wait(); r.k != nil {
+			if t.Failed() {
+				t.Log(r.k.LogTails(60))
+			}
+			r.k.Stop()
+		}
+	})
+	return func() *KubeCluster {
+		t.Helper()
+		r := wait()
+		if r.err != nil {
+			t.Fatalf("starting Kubernetes cluster %q: %v", name, r.err)
+		}
+		t.Logf("Kubernetes cluster %q ready in %s (kubeconfig %s)", name, r.k.StartupTime.Round(100*time.Millisecond), r.k.KubeconfigPath)
+		return r.k
+	}
+}
+
 // StartKubeClusterForMain is StartKubeCluster for callers without a testing.TB, such as a TestMain
 // that shares one cluster among a package's tests:
 //

@@ -48,12 +48,14 @@ func newWorld(t *testing.T, withKube bool) *world {
 	if withKube {
 		regions["kube1"] = "north"
 	}
-	w := &world{Fleet: framework.NewFleet(t, regions), edges: map[string]*framework.PCluster{}, syncers: map[string]*framework.Syncer{}}
-	for _, name := range []string{"edge1", "edge2"} {
-		w.edges[name] = framework.NewLogicalPCluster(t, name)
-	}
+	edges := framework.StartLogicalPClusters(t, "edge1", "edge2")
+	var startingKube func() *framework.KubeCluster
 	if withKube {
-		w.edges["kube1"] = framework.StartKubeCluster(t, "kube1").PCluster()
+		startingKube = framework.StartKubeClusterInBackground(t, "kube1")
+	}
+	w := &world{Fleet: framework.NewFleet(t, regions), edges: edges(), syncers: map[string]*framework.Syncer{}}
+	if withKube {
+		w.edges["kube1"] = startingKube().PCluster()
 	}
 	for name := range regions {
 		w.edgeNames = append(w.edgeNames, name)

@@ -17,8 +17,9 @@ import (
 // else is deleted or rewritten at the edge. The times to converge are logged.
 func TestSyncerConnectionCut(t *testing.T) {
 	t.Parallel()
+	pending := framework.StartLogicalPClusters(t, "edge1")
 	f := setUp(t, map[string]string{"edge1": "east"})
-	edge := framework.NewLogicalPCluster(t, "edge1")
+	edge := pending()["edge1"]
 	syncer, proxy := framework.StartSyncerThroughProxy(t, f.ESPW, f.IMW, "edge1", edge)
 	f.Mailbox(t, "edge1")
 	ec := edge.DynamicClient(t)

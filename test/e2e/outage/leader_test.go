@@ -118,6 +118,7 @@ func TestLeaderKilledMidFanOut(t *testing.T) {
 	for _, name := range names {
 		regions[name] = "east"
 	}
+	made := framework.StartLogicalPClusters(t, names...)
 	f := setUp(t, regions)
 	second := framework.StartControllerManagerNoWait(t, f.ESPW, append([]string{"--controllers",
 		"mailbox,scheduler,placement-translator,status-summarizer"}, framework.FleetHeartbeatArgs...)...)
@@ -129,7 +130,7 @@ func TestLeaderKilledMidFanOut(t *testing.T) {
 	log := &versionLog{seen: map[string][]string{}}
 	edges := map[string]dynamic.Interface{}
 	for _, name := range names {
-		edge := framework.NewLogicalPCluster(t, name)
+		edge := made()[name]
 		framework.StartSyncer(t, f.ESPW, f.IMW, name, edge)
 		edges[name] = edge.DynamicClient(t)
 		watchAssemblages(t, log, name, framework.KCP(t).DynamicClient(t, f.Mailbox(t, name)))

@@ -70,8 +70,9 @@ func snapshot(t *testing.T, edge *framework.PCluster) edgeState {
 // then restarts kcp and changes one object at once. The edge keeps its workload throughout,
 // and the change arrives without anything else being deleted or written at the edge.
 func TestCenterOutage(t *testing.T) {
+	pending := framework.StartLogicalPClusters(t, "edge1")
 	f := setUp(t, map[string]string{"edge1": "east"})
-	edge := framework.NewLogicalPCluster(t, "edge1")
+	edge := pending()["edge1"]
 	syncer := framework.StartSyncer(t, f.ESPW, f.IMW, "edge1", edge)
 	f.Mailbox(t, "edge1")
 	ec := edge.DynamicClient(t)

@@ -48,20 +48,21 @@ type edgeFleet struct {
 func newEdgeFleet(t *testing.T, n, canary int) *edgeFleet {
 	t.Helper()
 	regions := map[string]string{}
-	f := &edgeFleet{edges: map[string]*framework.PCluster{}, mailboxes: map[string]logicalcluster.Path{}, syncers: map[string]*framework.Syncer{}}
+	f := &edgeFleet{mailboxes: map[string]logicalcluster.Path{}, syncers: map[string]*framework.Syncer{}}
 	for i := range n {
 		name := fmt.Sprintf("e%02d", i)
 		f.names = append(f.names, name)
 		regions[name] = "north"
 	}
+	edges := framework.StartLogicalPClusters(t, f.names...)
 	f.Fleet = framework.NewFleet(t, regions)
+	f.edges = edges()
 	for i, name := range f.names {
 		ring := "main"
 		if i < canary {
 			ring = "canary"
 		}
 		framework.KubectlEdge(t, "ensure", "location", name, "ring="+ring, "--imw", f.IMW.String(), "--espw", f.ESPW.String()).MustSucceed(t)
-		f.edges[name] = framework.NewLogicalPCluster(t, name)
 		f.syncers[name] = framework.StartSyncer(t, f.ESPW, f.IMW, name, f.edges[name])
 		f.mailboxes[name] = f.Mailbox(t, name)
 	}
@@ -548,8 +549,9 @@ func TestControllerRestartMidRollout(t *testing.T) {
 // once the database's Deployment is ready there, from the real controllers and kwok.
 func TestDependsOnRealKubernetes(t *testing.T) {
 	t.Parallel()
+	startingKube := framework.StartKubeClusterInBackground(t, "kube1")
 	fl := framework.NewFleet(t, map[string]string{"kube1": "north"})
-	kube := framework.StartKubeCluster(t, "kube1")
+	kube := startingKube()
 	framework.StartSyncer(t, fl.ESPW, fl.IMW, "kube1", kube.PCluster())
 	fl.Apply(t, fl.WMW, `apiVersion: v1
 kind: Namespace

@@ -57,8 +57,9 @@ spec:
 func TestSecretValuesNeverLogged(t *testing.T) {
 	t.Parallel()
 	first, second := randomValue(t), randomValue(t)
+	pending := framework.StartLogicalPClusters(t, "edge1")
 	f := framework.NewFleetWithArgs(t, map[string]string{"edge1": "east"}, "-v=10")
-	edge := framework.NewLogicalPCluster(t, "edge1")
+	edge := pending()["edge1"]
 	syncer := framework.StartSyncer(t, f.ESPW, f.IMW, "edge1", edge, "-v=10")
 	mailbox := f.Mailbox(t, "edge1")
 	ec := edge.DynamicClient(t)

@@ -169,8 +169,9 @@ func TestOnlyInventoryAdminsMakeInventory(t *testing.T) {
 // workload workspace, wmw-b, beside the fleet's: two teams whose placements share the edge.
 func sharedEdge(t *testing.T) (*framework.Fleet, *framework.PCluster, logicalcluster.Path) {
 	t.Helper()
+	pending := framework.StartLogicalPClusters(t, "edge1")
 	f := framework.NewFleet(t, map[string]string{"edge1": "east"})
-	edge := framework.NewLogicalPCluster(t, "edge1")
+	edge := pending()["edge1"]
 	framework.StartSyncer(t, f.ESPW, f.IMW, "edge1", edge)
 	parent, _ := f.WMW.Parent()
 	wmwB := parent.Join("wmw-b")
@@ -397,8 +398,9 @@ spec:
 // those objects, which is not their deletion. Accepted again, the ConfigMap comes back.
 func TestUpsyncNeedsConsent(t *testing.T) {
 	t.Parallel()
+	pending := framework.StartLogicalPClusters(t, "edge1")
 	f := framework.NewFleet(t, map[string]string{"edge1": "east"})
-	edge := framework.NewLogicalPCluster(t, "edge1")
+	edge := pending()["edge1"]
 	framework.StartSyncer(t, f.ESPW, f.IMW, "edge1", edge)
 	f.Apply(t, f.WMW, `apiVersion: v1
 kind: Namespace

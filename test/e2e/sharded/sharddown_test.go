@@ -109,8 +109,13 @@ func TestShardDown(t *testing.T) {
 	if len(perShard) < len(c.Shards) {
 		t.Fatalf("after %d SyncTargets the mailboxes are on %d shards only: %v", len(edges), len(perShard), perShard)
 	}
+	var names []string
 	for _, e := range edges {
-		e.pcluster = framework.NewLogicalPCluster(t, e.name)
+		names = append(names, e.name)
+	}
+	made := framework.NewLogicalPClusters(t, names...)
+	for _, e := range edges {
+		e.pcluster = made[e.name]
 		framework.StartSyncer(t, espw, imw, e.name, e.pcluster).WaitReady(t, 2*time.Minute)
 	}
 

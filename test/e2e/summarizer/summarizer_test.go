@@ -147,11 +147,11 @@ func setEdgeStatus(t *testing.T, edge dynamic.Interface, namespace, name string,
 func TestSummaries(t *testing.T) {
 	t.Parallel()
 	regions := map[string]string{"edge-east": "east", "edge-west": "west", "edge-north": "north"}
+	made := framework.StartLogicalPClusters(t, "edge-east", "edge-west", "edge-north")
 	f := framework.NewFleet(t, regions)
 	edges := map[string]dynamic.Interface{}
 	syncers := map[string]*framework.Syncer{}
-	for name := range regions {
-		p := framework.NewLogicalPCluster(t, name)
+	for name, p := range made() {
 		syncers[name] = framework.StartSyncer(t, f.ESPW, f.IMW, name, p)
 		edges[name] = p.DynamicClient(t)
 	}
@@ -327,8 +327,9 @@ func conditionIs(condType string, want metav1.ConditionStatus) func(*unstructure
 // and kwok node make it ready, and checks the summary and the singleton status from there.
 func TestRealKubernetesEdge(t *testing.T) {
 	t.Parallel()
+	startingKube := framework.StartKubeClusterInBackground(t, "kube-edge")
 	f := framework.NewFleet(t, map[string]string{"kube-edge": "east"})
-	kube := framework.StartKubeCluster(t, "kube-edge")
+	kube := startingKube()
 	framework.StartSyncer(t, f.ESPW, f.IMW, "kube-edge", kube.PCluster())
 	wmw := framework.KCP(t).DynamicClient(t, f.WMW)
 	f.Apply(t, f.WMW, workload)
@@ -359,8 +360,9 @@ func TestRealKubernetesEdge(t *testing.T) {
 // placement's summary and the objects' executing-count count them like any other.
 func TestCustomKindInSummary(t *testing.T) {
 	t.Parallel()
+	pending := framework.StartLogicalPClusters(t, "edge-1")
 	f := framework.NewFleet(t, map[string]string{"edge-1": "east"})
-	p := framework.NewLogicalPCluster(t, "edge-1")
+	p := pending()["edge-1"]
 	framework.StartSyncer(t, f.ESPW, f.IMW, "edge-1", p)
 	wmw := framework.KCP(t).DynamicClient(t, f.WMW)
 	f.Apply(t, f.WMW, "apiVersion: v1\nkind: Namespace\nmetadata: {name: gadgets}\n")

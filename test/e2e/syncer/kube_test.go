@@ -78,8 +78,9 @@ spec:
 // object the cluster refuses shows why there while the others are applied.
 func TestRealKubernetesEdge(t *testing.T) {
 	t.Parallel()
+	startingKube := framework.StartKubeClusterInBackground(t, "kube1")
 	f := setUp(t, map[string]string{"kube1": "north"})
-	kube := framework.StartKubeCluster(t, "kube1")
+	kube := startingKube()
 	framework.StartSyncer(t, f.ESPW, f.IMW, "kube1", kube.PCluster())
 	mailbox := framework.KCP(t).DynamicClient(t, f.Mailbox(t, "kube1"))
 	ec := kube.DynamicClient(t)

@@ -17,8 +17,9 @@ import (
 func TestSyncerRestartMidway(t *testing.T) {
 	t.Parallel()
 	const count = 60
+	pending := framework.StartLogicalPClusters(t, "edge2")
 	f := setUp(t, map[string]string{"edge2": "south"})
-	edge := framework.NewLogicalPCluster(t, "edge2")
+	edge := pending()["edge2"]
 	// Everything is in the mailbox before the syncer starts, so that it has all of it to apply.
 	placeMany(t, f, "edge2", count, "south")
 
@@ -79,8 +80,9 @@ func configMapUIDs(t *testing.T, ec dynamic.Interface, namespace string) map[str
 func TestEdgeAPIServerRestartMidway(t *testing.T) {
 	t.Parallel()
 	const count = 60
+	startingKube := framework.StartKubeClusterInBackground(t, "kube2")
 	f := setUp(t, map[string]string{"kube2": "west"})
-	kube := framework.StartKubeCluster(t, "kube2")
+	kube := startingKube()
 	placeMany(t, f, "kube2", count, "west")
 
 	syncer := framework.StartSyncer(t, f.ESPW, f.IMW, "kube2", kube.PCluster(), "--edge-qps", "5", "--edge-burst", "1")

@@ -113,8 +113,9 @@ var downsynced = []objectID{
 // status back to the mailbox, up-sync, drift repair, create-only, and deletion.
 func TestFullCycle(t *testing.T) {
 	t.Parallel()
+	pending := framework.StartLogicalPClusters(t, "edge1")
 	f := setUp(t, map[string]string{"edge1": "east"})
-	edge := framework.NewLogicalPCluster(t, "edge1")
+	edge := pending()["edge1"]
 	syncer := framework.StartSyncer(t, f.ESPW, f.IMW, "edge1", edge)
 	mb := f.Mailbox(t, "edge1")
 	mailbox := framework.KCP(t).DynamicClient(t, mb)

@@ -58,8 +58,9 @@ var edgePlacements = schema.GroupVersionResource{Group: "edge.kcp.io", Version: 
 // and an object made at both edges is an UpsyncConflict naming both until one edge deletes it.
 func TestUpsyncReturn(t *testing.T) {
 	t.Parallel()
+	made := framework.StartLogicalPClusters(t, "edge-a", "edge-b")
 	f := setUp(t, map[string]string{"edge-a": "east", "edge-b": "east"})
-	edgeA, edgeB := framework.NewLogicalPCluster(t, "edge-a"), framework.NewLogicalPCluster(t, "edge-b")
+	edgeA, edgeB := made()["edge-a"], made()["edge-b"]
 	framework.StartSyncer(t, f.ESPW, f.IMW, "edge-a", edgeA)
 	framework.StartSyncer(t, f.ESPW, f.IMW, "edge-b", edgeB)
 	ecA, ecB := edgeA.DynamicClient(t), edgeB.DynamicClient(t)
@@ -211,8 +212,9 @@ func TestUpsyncReturn(t *testing.T) {
 func TestUpsyncControllerRestart(t *testing.T) {
 	t.Parallel()
 	const count = 60
+	pending := framework.StartLogicalPClusters(t, "edge-r")
 	f := setUp(t, map[string]string{"edge-r": "west"})
-	edge := framework.NewLogicalPCluster(t, "edge-r")
+	edge := pending()["edge-r"]
 	f.Apply(t, f.WMW, `apiVersion: v1
 kind: Namespace
 metadata: {name: many}

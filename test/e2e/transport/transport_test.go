@@ -147,9 +147,11 @@ func describe(writes map[string]float64) string {
 // every object, the custom kind's too.
 func TestFortyObjectsFromOneAssemblage(t *testing.T) {
 	// Not parallel: it counts every write kcp serves while its placement goes out.
+	pending := framework.StartLogicalPClusters(t, "sim1")
+	startingKube := framework.StartKubeClusterInBackground(t, "kube1")
 	f := framework.NewFleet(t, map[string]string{"kube1": "north", "sim1": "north"})
-	kube := framework.StartKubeCluster(t, "kube1")
-	sim := framework.NewLogicalPCluster(t, "sim1")
+	kube := startingKube()
+	sim := pending()["sim1"]
 	framework.StartSyncer(t, f.ESPW, f.IMW, "kube1", kube.PCluster())
 	framework.StartSyncer(t, f.ESPW, f.IMW, "sim1", sim)
 	f.Apply(t, f.WMW, widgetCRD)
@@ -241,8 +243,9 @@ func TestFortyObjectsFromOneAssemblage(t *testing.T) {
 // parts and arrives whole.
 func TestLargeObjectTravels(t *testing.T) {
 	t.Parallel()
+	pending := framework.StartLogicalPClusters(t, "sim1")
 	f := framework.NewFleet(t, map[string]string{"sim1": "north"})
-	sim := framework.NewLogicalPCluster(t, "sim1")
+	sim := pending()["sim1"]
 	framework.StartSyncer(t, f.ESPW, f.IMW, "sim1", sim)
 	raw := make([]byte, 675<<10)
 	if _, err := rand.Read(raw); err != nil {

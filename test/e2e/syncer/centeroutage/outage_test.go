@@ -82,8 +82,9 @@ func applied(version string) func(a *edgev1alpha1.Assemblage) string {
 // meanwhile, which is put back from what the syncer last read; /readyz says the center is away.
 // After kcp is back, a new version is applied and nothing else is recreated.
 func TestCenterOutageWithAssemblages(t *testing.T) {
-	edge := framework.NewLogicalPCluster(t, "edge1")
+	pending := framework.StartLogicalPClusters(t, "edge1")
 	f := framework.NewMailboxFleet(t, map[string]string{"edge1": "east"})
+	edge := pending()["edge1"]
 	mbPath := f.Mailbox(t, "edge1")
 	mailbox := framework.KCP(t).DynamicClient(t, mbPath)
 	syncer := framework.StartSyncer(t, f.ESPW, f.IMW, "edge1", edge, "--heartbeat-interval", "5s")
