@@ -191,8 +191,9 @@ E2E_PARALLEL ?= 3
 E2E_TEST_PARALLEL ?= 1
 # The packages that take longest, started first so that the run does not end waiting on one of
 # them alone; every other package under test/ follows.
-E2E_FIRST := ./test/e2e/syncer/ ./test/e2e/badinput/ ./test/e2e/rollout/ ./test/e2e/crash/ \
-	./test/e2e/security/ ./test/e2e/outage/ ./test/e2e/sharded/ ./test/e2e/install/
+E2E_FIRST := ./test/e2e/install/ ./test/e2e/crash/ ./test/e2e/syncer/ ./test/e2e/rollout/ \
+	./test/e2e/badinput/ ./test/bench/ ./test/e2e/security/ ./test/e2e/outage/ ./test/e2e/sharded/ \
+	./test/e2e/syncer/assemblage/
 
 # The e2e run's go test -json stream, kept for a look afterwards (`go run ./hack/testtimes <
 # _output/e2e.json` prints its summary again).

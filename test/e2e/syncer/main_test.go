@@ -3,10 +3,9 @@
 // real Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler)
 // with a kwok node, so that a Deployment gets Running, Ready pods from the real controllers.
 //
-// The tests of assemblage_*_test.go run the mailbox controller only and write the assemblages
-// into the mailbox themselves, as the placement translator would (framework.WriteAssemblage);
-// the others place workloads from a workload workspace through the whole pipeline (scheduler,
-// placement translator, status summarizer).
+// The tests here place workloads from a workload workspace through the whole pipeline
+// (scheduler, placement translator, status summarizer); package assemblage beside it tests the
+// syncer on assemblages written by the test itself.
 package syncer
 
 import (
