@@ -71,8 +71,8 @@ const (
 	clientBurst = 100
 )
 
-// restConfig loads the kubeconfig flags, with kubectl-edge's rate limit unless the config sets
-// one.
+// restConfig loads the kubeconfig flags, with kubectl-edge's rate limit (a kubeconfig carries
+// none).
 func (o *Options) restConfig() (*rest.Config, error) {
 	cfg, err := o.Config.ToRESTConfig()
 	if err != nil {
