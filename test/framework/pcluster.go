@@ -122,7 +122,7 @@ func StartLogicalPClusters(t testing.TB, names ...string) func() map[string]*PCl
 		suffix := make([]byte, 3)
 		_, _ = rand.Read(suffix)
 		paths[i] = logicalcluster.NewPath("root").Join("edge-" + name + "-" + hex.EncodeToString(suffix))
-		s.deleteAfter(t, paths[i])
+		s.DeleteAfter(t, paths[i])
 		results[i] = make(chan made, 1)
 		kubeconfigDir := t.TempDir()
 		wg.Add(1)
@@ -139,7 +139,7 @@ func StartLogicalPClusters(t testing.TB, names ...string) func() map[string]*PCl
 			results[i] <- made{p: p, err: err}
 		}()
 	}
-	// Registered after deleteAfter, so it runs before: a test that ends before it waits for its
+	// Registered after DeleteAfter, so it runs before: a test that ends before it waits for its
 	// edge clusters does not delete them while they are being made.
 	t.Cleanup(wg.Wait)
 	var out map[string]*PCluster

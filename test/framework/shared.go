@@ -77,12 +77,12 @@ func sharedEdgeKCP() (*Server, error) {
 	return s, nil
 }
 
-// deleteAfter deletes the workspace at path, a child of root, once the test is over, when the
+// DeleteAfter deletes the workspace at path, a child of root, once the test is over, when the
 // run's packages share the server (SharedEdgeKCPEnv), so that a run of many tests does not keep
 // every test's edge clusters, each a few MB of kcp's memory, until its end. Cleanups run last
 // registered, first run: the syncers started after the workspace was made have stopped by then.
 // EDGE_E2E_KEEP keeps them.
-func (s *Server) deleteAfter(t testing.TB, path logicalcluster.Path) {
+func (s *Server) DeleteAfter(t testing.TB, path logicalcluster.Path) {
 	if !s.shared || os.Getenv("EDGE_E2E_KEEP") != "" {
 		return
 	}

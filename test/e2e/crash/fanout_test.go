@@ -275,8 +275,13 @@ func setUp(t *testing.T) *fleet {
 	}
 	dir := t.TempDir()
 	f.edges = make([]*framework.PCluster, destinations)
+	// Each edge cluster is deleted when the test ends, if the run shares the edge kcp.
+	edgePath := func(name string) logicalcluster.Path { return logicalcluster.NewPath("root").Join("crash-" + name) }
+	for _, name := range f.names {
+		edgeKCP.DeleteAfter(t, edgePath(name))
+	}
 	if err := framework.ForEach(destinations, 8, func(i int) error {
-		p, err := framework.CreateLogicalPCluster(ctx, edgeKCP, f.names[i], logicalcluster.NewPath("root").Join("crash-"+f.names[i]),
+		p, err := framework.CreateLogicalPCluster(ctx, edgeKCP, f.names[i], edgePath(f.names[i]),
 			framework.LogicalPClusterOptions{Type: lean, CRDs: []string{}, KubeconfigDir: dir})
 		f.edges[i] = p
 		return err
