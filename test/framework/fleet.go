@@ -200,12 +200,26 @@ func FieldIs(want string, path ...string) func(u *unstructured.Unstructured) str
 		if u == nil {
 			return "absent"
 		}
-		got, _, _ := unstructured.NestedFieldNoCopy(u.Object, path...)
-		if fmt.Sprint(got) != want {
+		if got := FieldOf(u, path...); got != want {
 			return fmt.Sprintf("%v is %v, want %s", path, got, want)
 		}
 		return ""
 	}
+}
+
+// FieldOf is the value at path in u, printed with fmt.Sprint ("<absent>" if u is nil).
+func FieldOf(u *unstructured.Unstructured, path ...string) string {
+	if u == nil {
+		return "<absent>"
+	}
+	v, _, _ := unstructured.NestedFieldNoCopy(u.Object, path...)
+	return fmt.Sprint(v)
+}
+
+// NestedInt is the integer at path in u, 0 if there is none.
+func NestedInt(u *unstructured.Unstructured, path ...string) int64 {
+	v, _, _ := unstructured.NestedInt64(u.Object, path...)
+	return v
 }
 
 // SyncerCredential is the credential that `kubectl edge prep-for-syncer --kubeconfig-only` gives

@@ -90,18 +90,7 @@ type kubeProcess struct {
 // tails of the programs' logs are logged.
 func StartKubeCluster(t testing.TB, name string) *KubeCluster {
 	t.Helper()
-	k, err := StartKubeClusterForMain(name)
-	if err != nil {
-		t.Fatalf("starting Kubernetes cluster %q: %v", name, err)
-	}
-	t.Logf("Kubernetes cluster %q ready in %s (kubeconfig %s)", name, k.StartupTime.Round(100*time.Millisecond), k.KubeconfigPath)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(k.LogTails(60))
-		}
-		k.Stop()
-	})
-	return k
+	return StartKubeClusterInBackground(t, name)()
 }
 
 // StartKubeClusterInBackground starts the cluster as StartKubeCluster does, while the test goes

@@ -111,6 +111,10 @@ func NewLogicalPClusters(t testing.TB, names ...string) map[string]*PCluster {
 func StartLogicalPClusters(t testing.TB, names ...string) func() map[string]*PCluster {
 	t.Helper()
 	s := EdgeKCP(t)
+	lean, err := PClusterWorkspaceType(Context(t, 2*time.Minute), s)
+	if err != nil {
+		t.Fatal(err)
+	}
 	type made struct {
 		p   *PCluster
 		err error
@@ -130,11 +134,6 @@ func StartLogicalPClusters(t testing.TB, names ...string) func() map[string]*PCl
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			lean, err := PClusterWorkspaceType(ctx, s)
-			if err != nil {
-				results[i] <- made{err: err}
-				return
-			}
 			p, err := CreateLogicalPCluster(ctx, s, name, paths[i], LogicalPClusterOptions{Type: lean, CRDs: TestPClusterCRDs, KubeconfigDir: kubeconfigDir})
 			results[i] <- made{p: p, err: err}
 		}()

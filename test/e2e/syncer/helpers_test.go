@@ -33,6 +33,8 @@ var (
 	present    = framework.Present
 	absent     = framework.Absent
 	fieldIs    = framework.FieldIs
+	fieldOf    = framework.FieldOf
+	nestedInt  = framework.NestedInt
 )
 
 // placementAssemblage is the name of the assemblage of the fleet's workload workspace's

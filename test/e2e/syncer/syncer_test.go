@@ -261,16 +261,3 @@ func keys(m map[string]string) []string {
 	}
 	return out
 }
-
-func fieldOf(u *unstructured.Unstructured, path ...string) string {
-	if u == nil {
-		return "<absent>"
-	}
-	v, _, _ := unstructured.NestedFieldNoCopy(u.Object, path...)
-	return fmt.Sprint(v)
-}
-
-func nestedInt(u *unstructured.Unstructured, path ...string) int64 {
-	v, _, _ := unstructured.NestedInt64(u.Object, path...)
-	return v
-}

@@ -1,9 +1,6 @@
 package assemblage
 
 import (
-	"fmt"
-
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kcp-dev/edge-mc/test/framework"
@@ -27,24 +24,12 @@ var (
 	present    = framework.Present
 	absent     = framework.Absent
 	fieldIs    = framework.FieldIs
+	fieldOf    = framework.FieldOf
+	nestedInt  = framework.NestedInt
 )
 
 // objectID names an object at the edge.
 type objectID struct {
 	gvr             schema.GroupVersionResource
 	namespace, name string
-}
-
-// fieldOf is the value at path of u, printed ("<absent>" if u is nil).
-func fieldOf(u *unstructured.Unstructured, path ...string) string {
-	if u == nil {
-		return "<absent>"
-	}
-	v, _, _ := unstructured.NestedFieldNoCopy(u.Object, path...)
-	return fmt.Sprint(v)
-}
-
-func nestedInt(u *unstructured.Unstructured, path ...string) int64 {
-	v, _, _ := unstructured.NestedInt64(u.Object, path...)
-	return v
 }
