@@ -61,6 +61,11 @@ type event struct {
 
 type testKey struct{ pkg, test string }
 
+// cpuMark starts the line in which the e2e framework prints, at a package's end, the CPU that
+// its kcp used (framework.CenterCPUMark; not imported, to keep this command free of the
+// framework's dependencies).
+const cpuMark = "framework: the package's kcp used "
+
 // report follows a run: output held per test until its result, and the results.
 type report struct {
 	out      io.Writer
@@ -68,7 +73,9 @@ type report struct {
 	packages map[string]*result
 	tests    map[testKey]*result
 	order    []string // packages in the order first seen
-	broken   []string // lines that were not JSON (build errors go test printed as text)
+	// kcpCPU is what each package's test framework said of its kcp's CPU (see cpuMark).
+	kcpCPU map[string]string
+	broken []string // lines that were not JSON (build errors go test printed as text)
 }
 
 type result struct {
@@ -77,7 +84,7 @@ type result struct {
 }
 
 func newReport(out io.Writer) *report {
-	return &report{out: out, held: map[testKey]*strings.Builder{}, packages: map[string]*result{}, tests: map[testKey]*result{}}
+	return &report{out: out, held: map[testKey]*strings.Builder{}, packages: map[string]*result{}, tests: map[testKey]*result{}, kcpCPU: map[string]string{}}
 }
 
 func (r *report) read(in io.Reader) error {
@@ -149,6 +156,11 @@ func (r *report) finishPackage(e event) {
 	if b != nil {
 		text = b.String()
 	}
+	for _, l := range strings.Split(text, "\n") {
+		if rest, ok := strings.CutPrefix(l, cpuMark); ok {
+			r.kcpCPU[e.Package], _, _ = strings.Cut(rest, " of CPU")
+		}
+	}
 	if e.Action == "fail" {
 		fmt.Fprint(r.out, text)
 	} else {
@@ -213,7 +225,11 @@ func (r *report) summary(w io.Writer, wall time.Duration, slowest int) {
 		if state == "" {
 			state = "no result"
 		}
-		fmt.Fprintf(w, "   %8s  %-4s  %s\n", seconds(p.res.elapsed), state, p.name)
+		cpu := ""
+		if c, ok := r.kcpCPU[p.name]; ok {
+			cpu = "  (its kcp: " + c + " of CPU)"
+		}
+		fmt.Fprintf(w, "   %8s  %-4s  %s%s\n", seconds(p.res.elapsed), state, p.name, cpu)
 	}
 	fmt.Fprintf(w, "   %8s  the packages together; %s from the first line to the last\n", seconds(sum), seconds(wall))
 

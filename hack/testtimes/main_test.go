@@ -19,6 +19,7 @@ const stream = `{"Action":"start","Package":"ex/a"}
 {"Action":"output","Package":"ex/a","Test":"TestQuick","Output":"    quick_test.go:3: chatter of a passing test\n"}
 {"Action":"output","Package":"ex/a","Test":"TestQuick","Output":"--- PASS: TestQuick (2.00s)\n"}
 {"Action":"pass","Package":"ex/a","Test":"TestQuick","Elapsed":2}
+{"Action":"output","Package":"ex/a","Output":"framework: the package's kcp used 12.5 s of CPU (6.0 s of it starting)\n"}
 {"Action":"output","Package":"ex/a","Output":"PASS\n"}
 {"Action":"output","Package":"ex/a","Output":"ok  \tex/a\t2.5s\n"}
 {"Action":"pass","Package":"ex/a","Elapsed":2.5}
@@ -46,7 +47,7 @@ func TestReportPrintsFailuresAndTimes(t *testing.T) {
 		"the mailbox never got its assemblage",
 		"--- FAIL: TestBroken (41.00s)",
 		"FAIL\tex/b\t41.2s",
-		"      41.2s  fail  ex/b\n       2.5s  pass  ex/a\n",
+		"      41.2s  fail  ex/b\n       2.5s  pass  ex/a  (its kcp: 12.5 s of CPU)\n",
 		"43.7s  the packages together; 42.0s from the first line to the last",
 		"41.0s  fail  ex/b TestBroken\n",
 	} {

@@ -1,14 +1,18 @@
 package framework
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	kcpdynamic "github.com/kcp-dev/client-go/dynamic"
 	"github.com/kcp-dev/logicalcluster/v3"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -58,8 +62,7 @@ func NewMailboxFleet(t *testing.T, regions map[string]string) *Fleet {
 func newFleet(t *testing.T, regions map[string]string, controllers string, ecmArgs ...string) *Fleet {
 	t.Helper()
 	base := NewWorkspace(t)
-	f := &Fleet{ESPW: base.Join("espw"), WMW: base.Join("wmw"), IMW: base.Join("imw")}
-	KubectlEdge(t, "init", "--espw", f.ESPW.String()).MustSucceed(t)
+	f := &Fleet{ESPW: takeESPW(t), WMW: base.Join("wmw"), IMW: base.Join("imw")}
 	KubectlEdge(t, "ensure", "wmw", f.WMW.String(), "--espw", f.ESPW.String()).MustSucceed(t)
 	KubectlEdge(t, "ensure", "imw", f.IMW.String(), "--espw", f.ESPW.String()).MustSucceed(t)
 	// Eight at a time: crash's fleet of 50 took 25 s one after the other, a kubectl process each.
@@ -83,7 +86,121 @@ func newFleet(t *testing.T, regions map[string]string, controllers string, ecmAr
 		args = append(args, FleetHeartbeatArgs...)
 	}
 	f.ECM = StartControllerManager(t, f.ESPW, append(args, ecmArgs...)...)
+	// Registered after the controllers started, so run before they stop, and after the test's
+	// syncers and edge clusters (started later) have stopped.
+	t.Cleanup(func() { f.release(t) })
 	return f
+}
+
+// A package's fleets share ESPWs, one test at a time each. An ESPW costs kcp about 10 s of CPU
+// to make on two cores, its exports and their schemas, and kcp then makes a CRD for each schema
+// that a workload workspace binds, established 5 s after it is made (kcp runs Kubernetes' CRD
+// machinery as one of three servers): a test that finds an ESPW whose schemas some workspace
+// already binds pays neither. A test takes a free ESPW or makes one, and gives it back when it
+// ends, once it has deleted what an edge-controller-manager acts on, in every workspace that
+// binds the ESPW's export (see release). The next test's edge-controller-manager then finds no
+// placement or destination of the last one; its mailbox controller deletes the mailboxes whose
+// SyncTarget is gone, as it would in production. Tests that run side by side (-parallel) each
+// get an ESPW of their own. What a test's own objects in the ESPW were, it had alone: mailboxes
+// are named by their SyncTarget's UID.
+var espwPool struct {
+	sync.Mutex
+	free []logicalcluster.Path
+}
+
+// takeESPW returns a free ESPW of the package, or makes one with kubectl edge init.
+func takeESPW(t *testing.T) logicalcluster.Path {
+	t.Helper()
+	espwPool.Lock()
+	if n := len(espwPool.free); n > 0 {
+		p := espwPool.free[n-1]
+		espwPool.free = espwPool.free[:n-1]
+		espwPool.Unlock()
+		t.Logf("the fleet's ESPW is %s, used by an earlier test of the package (its destinations deleted)", p)
+		return p
+	}
+	espwPool.Unlock()
+	// A workspace of the package's, not the test's: it outlives the test.
+	s := KCP(t)
+	p := logicalcluster.NewPath("root").Join("e2e-espws-" + randomHex(3)).Join("espw")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	parent, _ := p.Parent()
+	if _, err := (&workspaces.Ensurer{KCP: s.KCP}).Workspace(ctx, parent); err != nil {
+		t.Fatalf("creating the workspace of a new ESPW: %v", err)
+	}
+	KubectlEdge(t, "init", "--espw", p.String()).MustSucceed(t)
+	return p
+}
+
+// release deletes what an edge-controller-manager of the ESPW acts on, in every workspace that
+// binds its export edge.kcp.io (a test may have made more than the fleet's: a second workload
+// workspace), found through the export's virtual workspace: placements, placement slices,
+// Locations and SyncTargets. It waits until the mailbox controller, still running, has deleted
+// the mailboxes, and then gives the ESPW back to the package's pool; if any of that fails, the
+// ESPW is left to this test alone.
+func (f *Fleet) release(t *testing.T) {
+	if t.Failed() || f.ECM.Exited() {
+		return // a failed test's ESPW stays as it left it, to look at; without controllers no mailbox goes
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := f.clearESPW(ctx, KCP(t)); err != nil {
+		t.Logf("the ESPW %s is not used again: %v", f.ESPW, err)
+		return
+	}
+	espwPool.Lock()
+	espwPool.free = append(espwPool.free, f.ESPW)
+	espwPool.Unlock()
+}
+
+func (f *Fleet) clearESPW(ctx context.Context, s *Server) error {
+	slice, err := s.KCP.Cluster(f.ESPW).ApisV1alpha1().APIExportEndpointSlices().Get(ctx, "edge.kcp.io", metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading the APIExportEndpointSlice edge.kcp.io: %w", err)
+	}
+	var mailboxes []logicalcluster.Path
+	for _, resource := range []string{"edgeplacements", "singleplacementslices", "locations", "synctargets"} {
+		gvr := schema.GroupVersionResource{Group: "edge.kcp.io", Version: "v1alpha1", Resource: resource}
+		for _, endpoint := range slice.Status.APIExportEndpoints {
+			cfg := rest.CopyConfig(s.Base)
+			cfg.Host = endpoint.URL
+			all, err := kcpdynamic.NewForConfig(cfg)
+			if err != nil {
+				return err
+			}
+			list, err := all.Resource(gvr).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return fmt.Errorf("listing the %s of every workspace through %s: %w", resource, endpoint.URL, err)
+			}
+			for _, u := range list.Items {
+				if p, _, _ := unstructured.NestedString(u.Object, "status", "mailboxWorkspace"); p != "" && resource == "synctargets" {
+					mailboxes = append(mailboxes, logicalcluster.NewPath(p))
+				}
+				client, err := dynamic.NewForConfig(s.ConfigFor(logicalcluster.From(&u).Path()))
+				if err != nil {
+					return err
+				}
+				if err := client.Resource(gvr).Delete(ctx, u.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+					return fmt.Errorf("deleting %s %s|%s: %w", resource, logicalcluster.From(&u), u.GetName(), err)
+				}
+			}
+		}
+	}
+	for _, mb := range mailboxes {
+		parent, name := mb.Split()
+		for {
+			ws, err := s.KCP.Cluster(parent).TenancyV1alpha1().Workspaces().Get(ctx, name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) || (err == nil && ws.DeletionTimestamp != nil) {
+				break
+			}
+			if ctx.Err() != nil {
+				return fmt.Errorf("the mailbox %s was not deleted after its SyncTarget (%v)", mb, err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	return nil
 }
 
 // FleetHeartbeatArgs are the heartbeat flags of the test fleets' edge-controller-manager: a

@@ -1,6 +1,11 @@
 package framework
 
-import "testing"
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+)
 
 func TestRequestCounts(t *testing.T) {
 	metrics := `# HELP apiserver_request_total [STABLE] Counter of apiserver requests.
@@ -20,5 +25,20 @@ apiserver_request_duration_seconds_count{resource="leases",verb="PUT"} 99
 		if got[k] != v {
 			t.Errorf("RequestCounts[%q] = %v, want %v", k, got[k], v)
 		}
+	}
+}
+
+// hack/testtimes finds the line RunWithKCP prints of kcp's CPU by the same mark.
+func TestTesttimesKnowsTheCPUMark(t *testing.T) {
+	path, err := RepoFile("hack", "testtimes", "main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(raw), strconv.Quote(CenterCPUMark)) {
+		t.Errorf("%s does not look for %q, the mark of the framework's CPU line", path, CenterCPUMark)
 	}
 }

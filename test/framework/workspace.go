@@ -23,6 +23,7 @@ var nonName = regexp.MustCompile(`[^a-z0-9]+`)
 // Its name says which test made it. Workspaces are not deleted: the package's kcp goes at the end.
 func NewWorkspace(t testing.TB) logicalcluster.Path {
 	t.Helper()
+	logCenterCPU(t)
 	s := KCP(t)
 	path := logicalcluster.NewPath("root").Join(testWorkspaceName(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -70,7 +71,30 @@ func testWorkspaceName(t testing.TB) string {
 	if len(name) > 40 {
 		name = strings.Trim(name[:40], "-")
 	}
-	suffix := make([]byte, 3)
-	_, _ = rand.Read(suffix)
-	return "e2e-" + name + "-" + hex.EncodeToString(suffix)
+	return "e2e-" + name + "-" + randomHex(3)
+}
+
+// randomHex is n random bytes in hex.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// logCenterCPU logs, when the test ends, the CPU that the package's kcp used while it ran (kcp is
+// most of the cost of the e2e tests on two cores: see docs/development.md). Tests of a package
+// run one at a time under make test-e2e, so the figure is the test's own; a restart of kcp
+// during the test (a new process) leaves it out.
+func logCenterCPU(t testing.TB) {
+	s := KCP(t)
+	pid := s.PID()
+	if pid == 0 {
+		return
+	}
+	before := CPUSeconds(pid)
+	t.Cleanup(func() {
+		if s.PID() == pid {
+			t.Logf("the center kcp used %.1f s of CPU during the test", CPUSeconds(pid)-before)
+		}
+	})
 }
