@@ -97,10 +97,14 @@ VERSION_LDFLAGS := -X github.com/kcp-dev/edge-mc/pkg/version.Version=$(VERSION)
 version: ## Print VERSION, the version that make build, images and release give edge-mc.
 	@echo $(VERSION)
 
+# make build, the e2e tests and make binaries compile alike (no cgo, no build paths, as a release
+# is built), so that each compiles only what another has not: the e2e run's install and ship
+# tests build the release for this machine's platform from the build cache, where with cgo and
+# build paths they compiled every package again (524 s and 416 s of a run on a fresh machine).
 .PHONY: build
 build: ## Build edge-mc's binaries into bin/ (kubectl-edge, edge-controller-manager, edge-syncer), at VERSION.
 	@echo ">> building kubectl-edge, edge-controller-manager and edge-syncer $(VERSION) into bin/"
-	@start=$$(date +%s); $(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/ ./cmd/...; echo "   built in $$(( $$(date +%s) - start ))s"
+	@start=$$(date +%s); CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/ ./cmd/...; echo "   built in $$(( $$(date +%s) - start ))s"
 
 # Where make binaries, images and release write; tests point it at a directory of their own.
 OUTPUT ?= $(ROOT)/_output
@@ -203,7 +207,7 @@ E2E_JSON := _output/e2e.json
 test-e2e: $(KCP) build ## End-to-end tests against a real kcp started by the test harness (a center per package, one edge kcp for all), E2E_PARALLEL (3) packages and E2E_TEST_PARALLEL (1) tests of a package at a time, with the commands make build put into bin/; prints each package's time at the end, longest first.
 	@mkdir -p $(dir $(E2E_JSON))
 	$(GO) build -o $(BIN)/ ./hack/testtimes ./hack/e2e-servers
-	EDGE_E2E_COMMANDS=$(BIN) $(BIN)/e2e-servers -- $(GO) test -json -count=1 -p $(E2E_PARALLEL) -parallel $(E2E_TEST_PARALLEL) \
+	EDGE_E2E_COMMANDS=$(BIN) CGO_ENABLED=0 $(BIN)/e2e-servers -- $(GO) test -trimpath -json -count=1 -p $(E2E_PARALLEL) -parallel $(E2E_TEST_PARALLEL) \
 		-timeout 45m $(E2E_FIRST) ./test/... 2>&1 | $(BIN)/testtimes -json-out $(E2E_JSON)
 
 .PHONY: test-e2e-race
