@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 )
@@ -196,8 +197,9 @@ type BindingRequest struct {
 // order, and only then waits until all of them are bound, so that kcp binds them side by side:
 // binding an export whose schemas no workspace of the shard binds yet makes kcp create their CRDs,
 // which it declares established no sooner than 5 s later (kcp runs the CRD machinery as one of
-// several servers), and two such exports bound one after the other take twice that. It returns
-// the bound APIBindings, in the order asked.
+// several servers), and two such exports bound one after the other take twice that. Then it
+// waits until kcp has applied the claims each accepts (waitClaimsApplied). It returns the bound
+// APIBindings, in the order asked.
 func (e *Ensurer) Bindings(ctx context.Context, path logicalcluster.Path, reqs ...BindingRequest) ([]*apisv1alpha2.APIBinding, error) {
 	bindings := e.KCP.Cluster(path).ApisV1alpha2().APIBindings()
 	got := make([]*apisv1alpha2.APIBinding, len(reqs))
@@ -226,7 +228,79 @@ func (e *Ensurer) Bindings(ctx context.Context, path logicalcluster.Path, reqs .
 		}
 		got[i] = b
 	}
+	for i, r := range reqs {
+		b, err := e.waitClaimsApplied(ctx, path, r, got[i])
+		if err != nil {
+			return nil, err
+		}
+		got[i] = b
+	}
 	return got, nil
+}
+
+// claimsNudgeInterval is how often waitClaimsApplied touches a binding whose accepted claims kcp
+// has not applied yet.
+const claimsNudgeInterval = 5 * time.Second
+
+// ClaimsNudgeAnnotation is the annotation that waitClaimsApplied sets on an APIBinding, to the
+// time, to have kcp look at its accepted permission claims again.
+const ClaimsNudgeAnnotation = "edge.kcp.io/claims-checked-at"
+
+// waitClaimsApplied waits until kcp has applied every claim that the binding accepts: until then
+// the export's owner cannot see the claimed objects (edge-mc's controllers could not read the
+// workspace's Deployments). kcp applies claims with a controller that, while the informers of a
+// claimed kind that a new export brought are not running yet, retries with a delay that doubles
+// each time, and looks again at once only when the binding changes: seen taking 87 s after the
+// first binding of a new ESPW, and more than 90 s once in the e2e tests. So while it waits it sets
+// ClaimsNudgeAnnotation every claimsNudgeInterval, which changes nothing but has kcp look again.
+func (e *Ensurer) waitClaimsApplied(ctx context.Context, path logicalcluster.Path, r BindingRequest, b *apisv1alpha2.APIBinding) (*apisv1alpha2.APIBinding, error) {
+	if claimsApplied(b) {
+		return b, nil
+	}
+	e.say("waiting for kcp to apply the permission claims accepted in APIBinding %s in %s", r.Name, path)
+	bindings := e.KCP.Cluster(path).ApisV1alpha2().APIBindings()
+	lastNudge := time.Now()
+	err := Poll(ctx, e.timeout(), func(ctx context.Context) (bool, error) {
+		var err error
+		if b, err = bindings.Get(ctx, r.Name, metav1.GetOptions{}); err != nil {
+			return false, err
+		}
+		if claimsApplied(b) {
+			return true, nil
+		}
+		if time.Since(lastNudge) >= claimsNudgeInterval {
+			lastNudge = time.Now()
+			patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, ClaimsNudgeAnnotation, lastNudge.UTC().Format(time.RFC3339))
+			if _, err := bindings.Patch(ctx, r.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+				return false, fmt.Errorf("asking kcp to look at the claims of APIBinding %s in %s again: %w", r.Name, path, err)
+			}
+		}
+		return false, nil
+	}, "kcp to apply the permission claims accepted in APIBinding %s in %s", r.Name, path)
+	if err != nil {
+		return nil, fmt.Errorf("%w (conditions: %s)", err, strings.TrimPrefix(conditionsSummary(b.Status.Conditions), "; "))
+	}
+	return b, nil
+}
+
+// claimsApplied says whether kcp has applied every claim that the binding accepts.
+func claimsApplied(b *apisv1alpha2.APIBinding) bool {
+	applied := map[string]bool{}
+	for _, c := range b.Status.AppliedPermissionClaims {
+		applied[claimKey(c.PermissionClaim)] = true
+	}
+	for _, c := range b.Spec.PermissionClaims {
+		if c.State == apisv1alpha2.ClaimAccepted && !applied[claimKey(c.PermissionClaim)] {
+			return false
+		}
+	}
+	return true
+}
+
+// claimKey identifies a claim by what it claims, not its verbs, which kcp may list in another
+// order.
+func claimKey(c apisv1alpha2.PermissionClaim) string {
+	return c.Group + "/" + c.Resource + "/" + c.IdentityHash
 }
 
 // ensureBinding creates the APIBinding r in the workspace at path, or checks the one there and

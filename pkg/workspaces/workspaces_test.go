@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	apisv1alpha2 "github.com/kcp-dev/sdk/apis/apis/v1alpha2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -41,5 +42,45 @@ func TestCreateWhenServed(t *testing.T) {
 	cancel()
 	if err := CreateWhenServed(ctx, nil, func() error { return notServed }); !errors.Is(err, context.Canceled) {
 		t.Errorf("with the context cancelled: %v, want context.Canceled", err)
+	}
+}
+
+func TestClaimsApplied(t *testing.T) {
+	claim := func(group, resource, identity string, verbs ...string) apisv1alpha2.PermissionClaim {
+		return apisv1alpha2.PermissionClaim{GroupResource: apisv1alpha2.GroupResource{Group: group, Resource: resource}, IdentityHash: identity, Verbs: verbs}
+	}
+	accept := func(c apisv1alpha2.PermissionClaim, state apisv1alpha2.AcceptablePermissionClaimState) apisv1alpha2.AcceptablePermissionClaim {
+		return apisv1alpha2.AcceptablePermissionClaim{ScopedPermissionClaim: apisv1alpha2.ScopedPermissionClaim{PermissionClaim: c}, State: state}
+	}
+	applied := func(cs ...apisv1alpha2.PermissionClaim) []apisv1alpha2.ScopedPermissionClaim {
+		var out []apisv1alpha2.ScopedPermissionClaim
+		for _, c := range cs {
+			out = append(out, apisv1alpha2.ScopedPermissionClaim{PermissionClaim: c})
+		}
+		return out
+	}
+	deployments := claim("apps", "deployments", "abc", "get", "list")
+	configMaps := claim("", "configmaps", "", "get")
+	binding := func(spec []apisv1alpha2.AcceptablePermissionClaim, status []apisv1alpha2.ScopedPermissionClaim) *apisv1alpha2.APIBinding {
+		b := &apisv1alpha2.APIBinding{}
+		b.Spec.PermissionClaims, b.Status.AppliedPermissionClaims = spec, status
+		return b
+	}
+	for _, c := range []struct {
+		name string
+		b    *apisv1alpha2.APIBinding
+		want bool
+	}{
+		{"no claims", binding(nil, nil), true},
+		{"accepted, none applied", binding([]apisv1alpha2.AcceptablePermissionClaim{accept(deployments, apisv1alpha2.ClaimAccepted)}, nil), false},
+		{"accepted, another applied", binding([]apisv1alpha2.AcceptablePermissionClaim{accept(deployments, apisv1alpha2.ClaimAccepted)}, applied(configMaps)), false},
+		{"accepted, applied with its verbs in another order", binding([]apisv1alpha2.AcceptablePermissionClaim{accept(deployments, apisv1alpha2.ClaimAccepted)}, applied(claim("apps", "deployments", "abc", "list", "get"))), true},
+		{"the same kind of another export is not it", binding([]apisv1alpha2.AcceptablePermissionClaim{accept(deployments, apisv1alpha2.ClaimAccepted)}, applied(claim("apps", "deployments", "xyz"))), false},
+		{"rejected claims are not waited for", binding([]apisv1alpha2.AcceptablePermissionClaim{accept(deployments, apisv1alpha2.ClaimRejected)}, nil), true},
+		{"every accepted claim applied", binding([]apisv1alpha2.AcceptablePermissionClaim{accept(deployments, apisv1alpha2.ClaimAccepted), accept(configMaps, apisv1alpha2.ClaimAccepted)}, applied(configMaps, deployments)), true},
+	} {
+		if got := claimsApplied(c.b); got != c.want {
+			t.Errorf("%s: claimsApplied = %v, want %v", c.name, got, c.want)
+		}
 	}
 }
