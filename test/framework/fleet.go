@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 	"github.com/kcp-dev/edge-mc/pkg/workspaces"
 )
 
@@ -155,13 +156,18 @@ func (f *Fleet) release(t *testing.T) {
 }
 
 func (f *Fleet) clearESPW(ctx context.Context, s *Server) error {
-	slice, err := s.KCP.Cluster(f.ESPW).ApisV1alpha1().APIExportEndpointSlices().Get(ctx, "edge.kcp.io", metav1.GetOptions{})
+	slice, err := s.KCP.Cluster(f.ESPW).ApisV1alpha1().APIExportEndpointSlices().Get(ctx, edgev1alpha1.EdgeAPIExportName, metav1.GetOptions{})
 	if err != nil {
-		return fmt.Errorf("reading the APIExportEndpointSlice edge.kcp.io: %w", err)
+		return fmt.Errorf("reading the APIExportEndpointSlice %s: %w", edgev1alpha1.EdgeAPIExportName, err)
+	}
+	// Found through the export's virtual workspaces, deleted through kcp as the admin.
+	admin, err := kcpdynamic.NewForConfig(s.Base)
+	if err != nil {
+		return err
 	}
 	var mailboxes []logicalcluster.Path
 	for _, resource := range []string{"edgeplacements", "singleplacementslices", "locations", "synctargets"} {
-		gvr := schema.GroupVersionResource{Group: "edge.kcp.io", Version: "v1alpha1", Resource: resource}
+		gvr := edgev1alpha1.SchemeGroupVersion.WithResource(resource)
 		for _, endpoint := range slice.Status.APIExportEndpoints {
 			cfg := rest.CopyConfig(s.Base)
 			cfg.Host = endpoint.URL
@@ -174,30 +180,23 @@ func (f *Fleet) clearESPW(ctx context.Context, s *Server) error {
 				return fmt.Errorf("listing the %s of every workspace through %s: %w", resource, endpoint.URL, err)
 			}
 			for _, u := range list.Items {
-				if p, _, _ := unstructured.NestedString(u.Object, "status", "mailboxWorkspace"); p != "" && resource == "synctargets" {
+				if p, _, _ := unstructured.NestedString(u.Object, "status", "mailboxWorkspace"); p != "" {
 					mailboxes = append(mailboxes, logicalcluster.NewPath(p))
 				}
-				client, err := dynamic.NewForConfig(s.ConfigFor(logicalcluster.From(&u).Path()))
-				if err != nil {
-					return err
-				}
-				if err := client.Resource(gvr).Delete(ctx, u.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-					return fmt.Errorf("deleting %s %s|%s: %w", resource, logicalcluster.From(&u), u.GetName(), err)
+				cluster := logicalcluster.From(&u)
+				if err := admin.Cluster(cluster.Path()).Resource(gvr).Delete(ctx, u.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+					return fmt.Errorf("deleting %s %s|%s: %w", resource, cluster, u.GetName(), err)
 				}
 			}
 		}
 	}
 	for _, mb := range mailboxes {
 		parent, name := mb.Split()
-		for {
+		if err := workspaces.Poll(ctx, time.Minute, func(ctx context.Context) (bool, error) {
 			ws, err := s.KCP.Cluster(parent).TenancyV1alpha1().Workspaces().Get(ctx, name, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) || (err == nil && ws.DeletionTimestamp != nil) {
-				break
-			}
-			if ctx.Err() != nil {
-				return fmt.Errorf("the mailbox %s was not deleted after its SyncTarget (%v)", mb, err)
-			}
-			time.Sleep(200 * time.Millisecond)
+			return apierrors.IsNotFound(err) || (err == nil && ws.DeletionTimestamp != nil), nil
+		}, "the mailbox %s to be deleted after its SyncTarget", mb); err != nil {
+			return err
 		}
 	}
 	return nil

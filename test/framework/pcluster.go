@@ -2,8 +2,6 @@ package framework
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
@@ -123,9 +121,7 @@ func StartLogicalPClusters(t testing.TB, names ...string) func() map[string]*PCl
 	paths := make([]logicalcluster.Path, len(names))
 	var wg sync.WaitGroup
 	for i, name := range names {
-		suffix := make([]byte, 3)
-		_, _ = rand.Read(suffix)
-		paths[i] = logicalcluster.NewPath("root").Join("edge-" + name + "-" + hex.EncodeToString(suffix))
+		paths[i] = logicalcluster.NewPath("root").Join("edge-" + name + "-" + randomHex(3))
 		s.DeleteAfter(t, paths[i])
 		results[i] = make(chan made, 1)
 		kubeconfigDir := t.TempDir()
