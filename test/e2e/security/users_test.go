@@ -1,6 +1,7 @@
 package security
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -19,6 +20,7 @@ import (
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 	"github.com/kcp-dev/edge-mc/pkg/espw"
+	"github.com/kcp-dev/edge-mc/pkg/transport"
 	"github.com/kcp-dev/edge-mc/test/framework"
 )
 
@@ -115,9 +117,6 @@ func TestOnlyInventoryAdminsMakeInventory(t *testing.T) {
 		return create("create a Location in "+ws.String(), ws, "/apis/edge.kcp.io/v1alpha1/locations",
 			fmt.Sprintf(`{"apiVersion": "edge.kcp.io/v1alpha1", "kind": "Location", "metadata": {"name": %q, "labels": {"region": "east"}}, "spec": {"instanceSelector": {}}}`, name))
 	}
-	espwClient := s.DynamicClient(t, f.ESPW)
-	before := len(list(t, espwClient, workspacesGVR))
-
 	alice := s.UserConfig(t, "alice", f.WMW)
 	expectAllowed(t, "alice", alice,
 		get("list SyncTargets in her workload workspace", f.WMW, "/apis/edge.kcp.io/v1alpha1/synctargets"),
@@ -142,10 +141,16 @@ func TestOnlyInventoryAdminsMakeInventory(t *testing.T) {
 
 	carol := s.UserConfig(t, "carol", f.IMW)
 	expectAllowed(t, "carol (group "+espw.InventoryAdminsGroup+")", carol, syncTarget(f.IMW, "hers"), location(f.IMW, "hers"))
-	framework.Eventually(t, framework.Converge, func() (bool, string) {
-		after := len(list(t, espwClient, workspacesGVR))
-		return after == before+1, fmt.Sprintf("mailbox workspaces in the ESPW: %d, want %d (carol's SyncTarget's)", after, before+1)
-	})
+	// Her SyncTarget gets its mailbox: a workspace of the ESPW named after the inventory's logical
+	// cluster and the SyncTarget's UID. (Not a count of the ESPW's workspaces: the package's tests
+	// share ESPWs, and an earlier test's mailboxes may still be going away.)
+	hers := framework.GetObject(t, s.DynamicClient(t, f.IMW), syncTargetsGVR, "", "hers")
+	if hers == nil {
+		t.Fatalf("carol's SyncTarget hers is not in %s", f.IMW)
+	}
+	mailbox := transport.MailboxName(logicalcluster.From(hers), hers.GetUID())
+	espwClient := s.DynamicClient(t, f.ESPW)
+	framework.EventuallyObject(t, "the mailbox of carol's SyncTarget hers", espwClient, workspacesGVR, "", mailbox, framework.Present)
 
 	// The operator's way to make one more person an inventory admin: a subject, by the name kcp
 	// checks the policy against, in the ClusterRoleBinding of the ESPW.
@@ -159,6 +164,20 @@ func TestOnlyInventoryAdminsMakeInventory(t *testing.T) {
 	if _, err := kube.RbacV1().ClusterRoleBindings().Update(ctx, crb, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("adding dave to %s: %v", espw.InventoryAdminRole, err)
 	}
+	// The package's tests share ESPWs: the next test on this one gets it without dave.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		crb, err := kube.RbacV1().ClusterRoleBindings().Get(ctx, espw.InventoryAdminRole, metav1.GetOptions{})
+		if err != nil {
+			t.Errorf("reading %s to take dave out again: %v", espw.InventoryAdminRole, err)
+			return
+		}
+		crb.Subjects = slices.DeleteFunc(crb.Subjects, func(s rbacv1.Subject) bool { return s.Name == espw.PolicyName("dave") })
+		if _, err := kube.RbacV1().ClusterRoleBindings().Update(ctx, crb, metav1.UpdateOptions{}); err != nil {
+			t.Errorf("taking dave out of %s again: %v", espw.InventoryAdminRole, err)
+		}
+	})
 	framework.Eventually(t, framework.Converge, func() (bool, string) {
 		code, body := framework.Send(t, dave, syncTarget(f.IMW, "his"))
 		return code == 201, fmt.Sprintf("dave, added to %s: %d %s", espw.InventoryAdminRole, code, body)
