@@ -184,9 +184,11 @@ test-fuzz: ## Every Go fuzz target under pkg/ and cmd/ for FUZZTIME (3s) each; a
 	FUZZTIME=$(FUZZTIME) hack/fuzz.sh
 
 # How many e2e test packages run at a time. Most of a package's time is spent waiting (for kcp to
-# make workspaces, for controllers to converge: badinput alone used 60 s of CPU in 128 s), so
-# three at a time keep two cores busy where go test's default, one per core, left them idle.
-E2E_PARALLEL ?= 3
+# start, 26 s of which 7 s of CPU; for controllers to converge; for outages and rollouts to take
+# their time: outage's kcp used 18 s of CPU in 361 s), so four at a time keep two cores busy where
+# go test's default, one per core, left them idle: on 3a4c9cf the e2e run took 1,366 s with four
+# (the machine 80% busy), 1,491 s with three (65-77%).
+E2E_PARALLEL ?= 4
 # How many tests of one package run at a time (go test -parallel) among those that call
 # t.Parallel, each on workspaces, mailboxes and edge clusters of its own. One: with three at a
 # time the e2e run kept both cores 97-100% busy and took 3,232 s, longer than one at a time
@@ -204,7 +206,7 @@ E2E_FIRST := ./test/e2e/install/ ./test/e2e/crash/ ./test/e2e/syncer/ ./test/e2e
 E2E_JSON := _output/e2e.json
 
 .PHONY: test-e2e
-test-e2e: $(KCP) build ## End-to-end tests against a real kcp started by the test harness (a center per package, one edge kcp for all), E2E_PARALLEL (3) packages and E2E_TEST_PARALLEL (1) tests of a package at a time, with the commands make build put into bin/; prints each package's time at the end, longest first.
+test-e2e: $(KCP) build ## End-to-end tests against a real kcp started by the test harness (a center per package, one edge kcp for all), E2E_PARALLEL (4) packages and E2E_TEST_PARALLEL (1) tests of a package at a time, with the commands make build put into bin/; prints each package's time at the end, longest first.
 	@mkdir -p $(dir $(E2E_JSON))
 	$(GO) build -o $(BIN)/ ./hack/testtimes ./hack/e2e-servers
 	EDGE_E2E_COMMANDS=$(BIN) CGO_ENABLED=0 $(BIN)/e2e-servers -- $(GO) test -trimpath -json -count=1 -p $(E2E_PARALLEL) -parallel $(E2E_TEST_PARALLEL) \
