@@ -439,7 +439,7 @@ start_syncers() {
   local edge uid i=0
   for edge in "${EDGES[@]}"; do
     i=$((i + 1))
-    run kubectl edge prep-for-syncer "$edge" --imw "$IMW" --kubeconfig-only -o "$DEMO/mailbox-$edge.kubeconfig"
+    run kubectl edge prep-for-syncer "$edge" --imw "$IMW" --kubeconfig-only --output-file "$DEMO/mailbox-$edge.kubeconfig"
     uid=$(kubectl --server "$(url_of "$IMW")" get synctarget "$edge" -o jsonpath='{.metadata.uid}')
     start_detached "syncer-$edge" edge-syncer --from-kubeconfig "$DEMO/mailbox-$edge.kubeconfig" \
       --to-kubeconfig "$DEMO/$edge.kubeconfig" --sync-target-name "$edge" --sync-target-uid "$uid" \

@@ -46,6 +46,9 @@ current-context: c
 		{[]string{"rollout", "pause"}, []string{"missing <placement>"}},
 		{[]string{"rollout", "resume", "a", "b"}, []string{`unexpected argument "b"`}},
 		{[]string{"rollout", "history"}, []string{"missing <placement>"}},
+		{[]string{"rollout", "status", "web", "-o", "wide"}, []string{"-o wide", "json and yaml"}},
+		{[]string{"rollout", "status", "web", "-w", "-o", "json"}, []string{"-o json with -w", "drop one"}},
+		{[]string{"rollout", "history", "web", "-o", "table"}, []string{"-o table", "json and yaml"}},
 		// Workspace paths.
 		{[]string{"init", "--espw", "root:Edge_SP"}, []string{`--espw: "root:Edge_SP" is not a workspace path`, "for example root:edge:imw"}},
 		{[]string{"ensure", "wmw", "Root:wmw"}, []string{`"Root:wmw" is not a workspace path`}},
@@ -61,8 +64,11 @@ current-context: c
 		{[]string{"ensure", "location", "edge-1", "bad key=x", "--imw", "root:imw"}, []string{`label "bad key=x"`, `the key "bad key" is not valid`}},
 		{[]string{"ensure", "location", "edge-1", "env=not ok", "--imw", "root:imw"}, []string{`label "env=not ok"`, `the value "not ok" is not valid`}},
 		// Flags.
-		{[]string{"ensure", "location", "edge-1"}, []string{`required flag(s) "imw" not set`}},
-		{[]string{"prep-for-syncer", "edge-1"}, []string{`required flag(s) "imw" not set`}},
+		{[]string{"ensure", "location", "edge-1"}, []string{"no --imw given", "https://127.0.0.1:1 names no workspace", "--imw root:imw"}},
+		{[]string{"prep-for-syncer", "edge-1"}, []string{"no --imw given", "names no workspace"}},
+		{[]string{"remove", "location", "edge-1"}, []string{`required flag(s) "imw" not set`}},
+		{[]string{"prep-for-syncer", "edge-1", "--imw", "root:imw", "-o", "edge-1-syncer.yaml"}, []string{`-o "edge-1-syncer.yaml"`, "output format", "--output-file edge-1-syncer.yaml"}},
+		{[]string{"prep-for-syncer", "edge-1", "--imw", "root:imw", "-o", "json"}, []string{"-o json", "prints YAML only (-o yaml)"}},
 		{[]string{"init", "--controller-token-file", tokenFile}, []string{"--controller-kubeconfig and --controller-token-file go together"}},
 		{[]string{"init", "--controller-token-file", tokenFile, "--controller-kubeconfig", filepath.Join(t.TempDir(), "k")}, []string{"--controller-token-file", "is empty"}},
 		{[]string{"init", "--controller-token-file", "/nonexistent/token", "--controller-kubeconfig", filepath.Join(t.TempDir(), "k")}, []string{"--controller-token-file", "/nonexistent/token"}},
@@ -78,6 +84,7 @@ current-context: c
 		// kcp not reachable: the error says where the command went.
 		{[]string{"ensure", "wmw", "root:wmw"}, []string{"root:espw", "127.0.0.1:1", "connection refused"}},
 		{[]string{"ensure", "location", "edge-1", "env=prod", "--imw", "root:imw"}, []string{"root:imw", "127.0.0.1:1", "connection refused"}},
+		{[]string{"prep-for-syncer", "edge-1", "--imw", "root:imw", "-o", "yaml"}, []string{"root:imw", "127.0.0.1:1", "connection refused"}},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var out, errOut bytes.Buffer
@@ -93,5 +100,78 @@ current-context: c
 				}
 			}
 		})
+	}
+}
+
+// TestNamespaceFlag: kubectl's -n means nothing to kubectl edge, whose objects are cluster-scoped.
+// It is out of the help, and given anyway, the command says so on stderr and goes on.
+func TestNamespaceFlag(t *testing.T) {
+	var help, helpErr bytes.Buffer
+	cmd := NewCommand(genericiooptions.IOStreams{Out: &help, ErrOut: &helpErr})
+	cmd.SetArgs([]string{"status", "--help"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatalf("kubectl edge status --help: %v", err)
+	}
+	if strings.Contains(help.String(), "--namespace") {
+		t.Errorf("kubectl edge status --help shows --namespace:\n%s", help.String())
+	}
+
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1/clusters/root:wmw"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	cmd = NewCommand(genericiooptions.IOStreams{Out: &out, ErrOut: &errOut})
+	cmd.SetArgs([]string{"--kubeconfig", kubeconfig, "status", "-n", "team-a"})
+	err := cmd.Execute()
+	if err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("kubectl edge status -n team-a: want the command to go on to kcp (connection refused), got %v", err)
+	}
+	for _, want := range []string{"warning: -n/--namespace team-a has no effect", "cluster-scoped", "--wmw"} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("stderr does not say %q: %s", want, errOut.String())
+		}
+	}
+}
+
+// TestIMWDefaultsToCurrentWorkspace: without --imw, ensure location and prep-for-syncer use the
+// kubeconfig's current workspace, as status does for --wmw, and an error says where it went and
+// why; remove location still needs --imw.
+func TestIMWDefaultsToCurrentWorkspace(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1/clusters/root:edge:imw"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"ensure", "location", "edge-1"}, {"prep-for-syncer", "edge-1"}, {"status", "--target", "edge-1"}} {
+		var out, errOut bytes.Buffer
+		cmd := NewCommand(genericiooptions.IOStreams{Out: &out, ErrOut: &errOut})
+		cmd.SetArgs(append([]string{"--kubeconfig", kubeconfig}, args...))
+		err := cmd.Execute()
+		if err == nil {
+			t.Fatalf("kubectl edge %s succeeded with no kcp", strings.Join(args, " "))
+		}
+		for _, want := range []string{"root:edge:imw", "connection refused", "the kubeconfig's current workspace, as no --imw was given"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("kubectl edge %s: error %q does not say %q", strings.Join(args, " "), err, want)
+			}
+		}
+	}
+	var out, errOut bytes.Buffer
+	cmd := NewCommand(genericiooptions.IOStreams{Out: &out, ErrOut: &errOut})
+	cmd.SetArgs([]string{"--kubeconfig", kubeconfig, "remove", "location", "edge-1"})
+	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), `required flag(s) "imw" not set`) {
+		t.Errorf("kubectl edge remove location edge-1 without --imw: want it refused for the missing --imw, got %v", err)
 	}
 }

@@ -34,9 +34,10 @@ var (
 func newEnsureLocationCommand(o *Options) *cobra.Command {
 	var imw string
 	cmd := &cobra.Command{
-		Use:   "location <name> [key=value ...] [key- ...] --imw <workspace path>",
+		Use:   "location <name> [key=value ...] [key- ...] [--imw <workspace path>]",
 		Short: "Make sure a Location and its SyncTarget exist in an inventory workspace, with the given labels",
-		Long: `ensure location makes sure the inventory management workspace --imw holds a SyncTarget and a
+		Long: `ensure location makes sure the inventory management workspace --imw (by default the
+kubeconfig's current workspace, as kubectl's current namespace) holds a SyncTarget and a
 Location of the given name, one per edge cluster: the SyncTarget describes the cluster and gets
 a mailbox workspace and a syncer identity from the mailbox controller; the Location's
 instanceSelector selects exactly that SyncTarget (by its label ` + edgev1alpha1.LabelSyncTarget + `=<name>).
@@ -135,7 +136,8 @@ func newRemoveLocationCommand(o *Options) *cobra.Command {
 		Long: `remove location deletes the Location and the SyncTarget of the given name from the inventory
 management workspace --imw. The mailbox controller then deletes the SyncTarget's mailbox, and
 the edge cluster's syncer loses its access to the center. Objects already absent are fine: run
-again, it changes nothing.`,
+again, it changes nothing. --imw has no default here, unlike the other verbs: a removal in
+whatever workspace the kubeconfig points at could take an edge cluster's workloads by mistake.`,
 		Example: `  kubectl edge remove location edge-1 --imw root:imw`,
 		Args:    positional([]string{"<name>"}, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -166,11 +168,19 @@ again, it changes nothing.`,
 			return nil
 		},
 	}
-	o.addIMWFlag(cmd, &imw)
+	o.addRequiredIMWFlag(cmd, &imw)
 	return cmd
 }
 
+// addIMWFlag adds --imw, which defaults to the kubeconfig's current workspace, as --wmw does.
 func (o *Options) addIMWFlag(cmd *cobra.Command, imw *string) {
+	cmd.Flags().StringVar(imw, "imw", "", "path of the inventory management workspace, e.g. root:imw (default: the kubeconfig's current workspace)")
+}
+
+// addRequiredIMWFlag adds --imw without a default, for the verbs that delete: removing a
+// location in whatever workspace the kubeconfig happens to point at would take the workloads off
+// an edge cluster by accident.
+func (o *Options) addRequiredIMWFlag(cmd *cobra.Command, imw *string) {
 	cmd.Flags().StringVar(imw, "imw", "", "path of the inventory management workspace (e.g. root:imw); required")
 	_ = cmd.MarkFlagRequired("imw")
 }
@@ -201,14 +211,30 @@ type inventoryClients struct {
 
 // inventory checks that the workspace named by --imw exists and serves SyncTargets and Locations,
 // and returns clients for them.
+//
+// Without --imw (imw ""), it is the kubeconfig's current workspace, and an error says so.
 func (o *Options) inventory(ctx context.Context, imw string) (*inventoryClients, error) {
-	path, err := workspaces.ParsePath(imw)
-	if err != nil {
-		return nil, fmt.Errorf("--imw: %w", err)
-	}
 	kcp, base, err := o.kcpClient()
 	if err != nil {
 		return nil, err
+	}
+	var path logicalcluster.Path
+	current := ""
+	if imw == "" {
+		cfg, err := o.restConfig()
+		if err != nil {
+			return nil, err
+		}
+		_, cur := workspaces.Split(cfg)
+		if cur.Empty() {
+			return nil, fmt.Errorf("no --imw given, and the kubeconfig's server %s names no workspace: give the inventory workspace, e.g. --imw root:imw", cfg.Host)
+		}
+		if path, err = workspaces.ParsePath(cur.String()); err != nil {
+			return nil, fmt.Errorf("no --imw given, and the kubeconfig's current workspace, %s, cannot be an inventory workspace: give one, e.g. --imw root:imw", cur)
+		}
+		current = " (the kubeconfig's current workspace, as no --imw was given)"
+	} else if path, err = workspaces.ParsePath(imw); err != nil {
+		return nil, fmt.Errorf("--imw: %w", err)
 	}
 	cfg := workspaces.ConfigFor(base, path)
 	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
@@ -224,6 +250,9 @@ func (o *Options) inventory(ctx context.Context, imw string) (*inventoryClients,
 		return err == nil, err
 	}
 	if err := checkInventoryWorkspace(disco, workspaceExists, path, o.ensureIMWHint(path)); err != nil {
+		if current != "" {
+			return nil, fmt.Errorf("%w%s", err, current)
+		}
 		return nil, err
 	}
 	client, err := dynamic.NewForConfig(cfg)

@@ -67,7 +67,8 @@ const (
 
 type prepForSyncerOptions struct {
 	imw             string
-	output          string
+	output          string // --output-file
+	format          string // -o, kubectl's output format: yaml, the only one
 	syncerImage     string
 	syncerNamespace string
 	kubeconfigOnly  bool
@@ -76,7 +77,7 @@ type prepForSyncerOptions struct {
 func newPrepForSyncerCommand(o *Options) *cobra.Command {
 	p := &prepForSyncerOptions{}
 	cmd := &cobra.Command{
-		Use:   "prep-for-syncer <synctarget> --imw <workspace path>",
+		Use:   "prep-for-syncer <synctarget> [--imw <workspace path>]",
 		Short: "Print the YAML that installs the syncer of a SyncTarget in its edge cluster",
 		Long: `prep-for-syncer waits until the mailbox of the given SyncTarget is ready (at most --timeout,
 saying on stderr what it waits for), then prints the YAML that installs the edge-mc syncer into
@@ -93,14 +94,17 @@ the edge cluster that the SyncTarget describes: "kubectl apply" it there. The YA
   - a Deployment edge-syncer-<synctarget> of one replica (strategy Recreate: two syncers of one
     mailbox never run at once).
 
+--imw, the SyncTarget's inventory workspace, is by default the kubeconfig's current workspace.
 The kubeconfig points at the kcp server of your own kubeconfig (or --server), at
 /clusters/<mailbox workspace>, and trusts the certificate authority of your kubeconfig. With
 --kubeconfig-only, only that kubeconfig is printed, for running edge-syncer as a local process.
-With -o the output goes to a file of mode 0600. Run again, it prints the same.`,
-		Example: `  kubectl edge prep-for-syncer edge-1 --imw root:imw -o edge-1-syncer.yaml
+With --output-file the output goes to a file of mode 0600. Run again, it prints the same.`,
+		Example: `  # The syncer's YAML, into a file, then applied in the edge cluster
+  kubectl edge prep-for-syncer edge-1 --imw root:imw --output-file edge-1-syncer.yaml
   kubectl --kubeconfig edge-1.kubeconfig apply -f edge-1-syncer.yaml
 
-  kubectl edge prep-for-syncer edge-1 --imw root:imw --kubeconfig-only -o edge-1-mailbox.kubeconfig`,
+  # Only the mailbox's kubeconfig, for edge-syncer run as a local process
+  kubectl edge prep-for-syncer edge-1 --imw root:imw --kubeconfig-only --output-file edge-1-mailbox.kubeconfig`,
 		Args: positional([]string{"<synctarget>"}, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := o.context(cmd)
@@ -109,7 +113,8 @@ With -o the output goes to a file of mode 0600. Run again, it prints the same.`,
 		},
 	}
 	o.addIMWFlag(cmd, &p.imw)
-	cmd.Flags().StringVarP(&p.output, "output", "o", "", "write to this file (mode 0600) instead of stdout")
+	cmd.Flags().StringVar(&p.output, "output-file", "", "write to this file (mode 0600) instead of stdout")
+	cmd.Flags().StringVarP(&p.format, "output", "o", "yaml", "output format: yaml, the only one (to write a file, use --output-file)")
 	cmd.Flags().StringVar(&p.syncerImage, "syncer-image", DefaultSyncerImage, "edge-syncer container image")
 	cmd.Flags().StringVar(&p.syncerNamespace, "syncer-namespace", DefaultSyncerNamespace, "namespace of the edge cluster that the syncer runs in")
 	cmd.Flags().BoolVar(&p.kubeconfigOnly, "kubeconfig-only", false, "print only the kubeconfig of the mailbox")
@@ -117,6 +122,9 @@ With -o the output goes to a file of mode 0600. Run again, it prints the same.`,
 }
 
 func (p *prepForSyncerOptions) run(ctx context.Context, o *Options, name string) error {
+	if err := p.checkFormat(); err != nil {
+		return err
+	}
 	if err := validateLocationName(name); err != nil {
 		return err
 	}
@@ -191,6 +199,19 @@ func (p *prepForSyncerOptions) run(ctx context.Context, o *Options, name string)
 		return err
 	}
 	return writeOutput(o, p.output, manifests)
+}
+
+// checkFormat refuses an output format other than yaml. Until 2026-11, -o named the file to write
+// (now --output-file), so a value that is not a format is most likely such a file: the error
+// says which flag writes it.
+func (p *prepForSyncerOptions) checkFormat() error {
+	if p.format == "yaml" {
+		return nil
+	}
+	if p.format == "json" || p.format == "wide" || p.format == "name" || strings.HasPrefix(p.format, "jsonpath") {
+		return fmt.Errorf("-o %s: prep-for-syncer prints YAML only (-o yaml)", p.format)
+	}
+	return fmt.Errorf("-o %q: -o is the output format, as in kubectl, and prep-for-syncer prints YAML only; to write the output to a file, use --output-file %s (-o named the file before 2026-11)", p.format, p.format)
 }
 
 func getSyncTarget(ctx context.Context, inv *inventoryClients, name string) (*edgev1alpha1.SyncTarget, error) {

@@ -37,20 +37,39 @@ placement of the workload workspace (the current workspace of your kubeconfig, o
 	status := &cobra.Command{
 		Use:   "status <placement>",
 		Short: "Show the rollout of a placement; -w follows it until it completes, and fails if it stalls",
+		Long: `rollout status prints one line: the placement's revision and how many destinations have it, are
+getting it, or failed. With -w it follows the rollout, a line per change, until it completes
+(exit 0) or stalls (exit 1); --timeout, when given, bounds that wait (exit 1, as kubectl rollout
+status does), and without it -w waits as long as the rollout takes. -o json or yaml prints the
+placement's spec.rollout and status.rollout instead.`,
 		Example: `  kubectl edge rollout status web
-  kubectl edge rollout status web -w`,
+  kubectl edge rollout status web -w --timeout 10m
+  kubectl edge rollout status web -o yaml`,
 		Args: positional([]string{"<placement>"}, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutputFormat(ro.output); err != nil {
+				return err
+			}
+			if ro.output != "" && ro.watch {
+				return fmt.Errorf("-o %s with -w: -w prints a progress line per change; drop one of them", ro.output)
+			}
 			ctx, cancel := o.context(cmd)
 			defer cancel()
+			if f := cmd.Flag("timeout"); ro.watch && f != nil && f.Changed {
+				ctx, cancel = context.WithTimeout(ctx, o.Timeout)
+				defer cancel()
+			}
 			return ro.rolloutStatus(ctx, args[0])
 		},
 	}
 	status.Flags().BoolVarP(&ro.watch, "watch", "w", false, "follow the rollout with a progress bar until it completes (exit 0) or stalls (exit 1)")
+	status.Flags().StringVarP(&ro.output, "output", "o", "", "output format: json or yaml (default: a line)")
 	pause := &cobra.Command{
 		Use:   "pause <placement>",
 		Short: "Pause a placement's rollout: no destination gets a version it does not have yet",
-		Args:  positional([]string{"<placement>"}, 0),
+		Example: `  kubectl edge rollout pause web
+  kubectl edge rollout pause web --wmw root:team-a`,
+		Args: positional([]string{"<placement>"}, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := o.context(cmd)
 			defer cancel()
@@ -65,7 +84,9 @@ placement of the workload workspace (the current workspace of your kubeconfig, o
 	resume := &cobra.Command{
 		Use:   "resume <placement>",
 		Short: "Resume a placement's rollout: unpause it, and open the pause gate it waits at",
-		Args:  positional([]string{"<placement>"}, 0),
+		Example: `  # After a canary stage whose gate holds the rollout (status.rollout.pausedAt)
+  kubectl edge rollout resume web`,
+		Args: positional([]string{"<placement>"}, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := o.context(cmd)
 			defer cancel()
@@ -90,8 +111,13 @@ placement of the workload workspace (the current workspace of your kubeconfig, o
 	history := &cobra.Command{
 		Use:   "history <placement>",
 		Short: "List the last revisions of a placement, with when each was published and completed",
-		Args:  positional([]string{"<placement>"}, 0),
+		Example: `  kubectl edge rollout history web
+  kubectl edge rollout history web -o json`,
+		Args: positional([]string{"<placement>"}, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutputFormat(ro.output); err != nil {
+				return err
+			}
 			ctx, cancel := o.context(cmd)
 			defer cancel()
 			client, where, err := ro.workloadClient()
@@ -102,9 +128,13 @@ placement of the workload workspace (the current workspace of your kubeconfig, o
 			if err != nil {
 				return err
 			}
+			if ro.output != "" {
+				return printAs(ro.Out, ro.output, historyView(where, p))
+			}
 			return printHistory(ro.Out, p)
 		},
 	}
+	history.Flags().StringVarP(&ro.output, "output", "o", "", "output format: json or yaml (default: a table)")
 	cmd.AddCommand(status, pause, resume, history)
 	return cmd
 }
@@ -161,12 +191,18 @@ func (ro *statusOptions) rolloutStatus(ctx context.Context, name string) error {
 		if err != nil {
 			return err
 		}
+		if ro.output != "" {
+			return printAs(ro.Out, ro.output, rolloutView(where, p))
+		}
 		return printRollout(ro.Out, p)
 	}
 	last := ""
 	for {
 		p, err := getPlacement(ctx, client, where, name)
 		if err != nil {
+			if ctx.Err() == context.DeadlineExceeded {
+				return timedOut(name, last)
+			}
 			return err
 		}
 		line, done, stalled := rolloutLine(p)
@@ -189,11 +225,36 @@ func (ro *statusOptions) rolloutStatus(ctx context.Context, name string) error {
 		select {
 		case <-ctx.Done():
 			w.Stop()
+			if ctx.Err() == context.DeadlineExceeded {
+				return timedOut(name, last)
+			}
 			return ctx.Err()
 		case <-w.ResultChan():
 		}
 		w.Stop()
 	}
+}
+
+// timedOut is the error of `rollout status -w --timeout` when the rollout has not completed in time.
+func timedOut(name, last string) error {
+	if last == "" {
+		last = "nothing yet"
+	}
+	return fmt.Errorf("timed out waiting for the rollout of EdgePlacement %s to complete (--timeout); last seen: %s", name, last)
+}
+
+// rolloutView is what `rollout status -o` prints: the placement's rollout, as asked and as it stands.
+func rolloutView(where string, p *edgev1alpha1.EdgePlacement) map[string]any {
+	return map[string]any{"workspace": where, "placement": p.Name, "spec": p.Spec.Rollout, "status": p.Status.Rollout}
+}
+
+// historyView is what `rollout history -o` prints: the placement's last revisions, newest first.
+func historyView(where string, p *edgev1alpha1.EdgePlacement) map[string]any {
+	history := []edgev1alpha1.RevisionHistory{}
+	if p.Status.Rollout != nil {
+		history = append(history, p.Status.Rollout.History...)
+	}
+	return map[string]any{"workspace": where, "placement": p.Name, "history": history}
 }
 
 // rolloutLine is one progress line of `rollout status -w`, whether the rollout is done, and the

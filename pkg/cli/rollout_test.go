@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -64,5 +65,41 @@ func TestPrintHistory(t *testing.T) {
 	var out bytes.Buffer
 	if err := printHistory(&out, p); err != nil || !strings.Contains(out.String(), "in progress") || !strings.Contains(out.String(), "old") {
 		t.Errorf("printHistory: %v\n%s", err, out.String())
+	}
+}
+
+// TestRolloutAndHistoryViews: what `rollout status -o` and `rollout history -o` print, as a
+// script would read it back.
+func TestRolloutAndHistoryViews(t *testing.T) {
+	p := rolloutPlacement()
+	now := metav1.Now()
+	p.Status.Rollout.History = []edgev1alpha1.RevisionHistory{{Revision: "abc", PublishedTime: &now}}
+	var out bytes.Buffer
+	if err := printAs(&out, "json", rolloutView("root:wmw", p)); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Workspace, Placement string
+		Spec                 edgev1alpha1.RolloutStrategy
+		Status               edgev1alpha1.RolloutStatus
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatalf("rollout status -o json is not JSON: %v\n%s", err, out.String())
+	}
+	if got.Workspace != "root:wmw" || got.Placement != "web" || got.Spec.MaxInFlight.IntValue() != 2 || got.Status.Revision != "abc" || len(got.Status.Stages) != 2 {
+		t.Errorf("rollout status -o json: %+v", got)
+	}
+
+	out.Reset()
+	if err := printAs(&out, "yaml", historyView("root:wmw", p)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "revision: abc") || !strings.Contains(out.String(), "placement: web") {
+		t.Errorf("rollout history -o yaml:\n%s", out.String())
+	}
+	p.Status.Rollout = nil
+	out.Reset()
+	if err := printAs(&out, "json", historyView("root:wmw", p)); err != nil || !strings.Contains(out.String(), `"history": []`) {
+		t.Errorf("rollout history -o json of a placement with no history: %v\n%s", err, out.String())
 	}
 }

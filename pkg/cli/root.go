@@ -45,9 +45,12 @@ func NewCommand(streams genericclioptions.IOStreams) *cobra.Command {
 Kubernetes clusters. It talks to kcp with your kubeconfig, as kubectl does (--kubeconfig, --context).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRunE: func(*cobra.Command, []string) error {
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Timeout <= 0 {
 				return fmt.Errorf("--timeout %s: give a positive duration, such as 2m (the default is %s)", o.Timeout, workspaces.DefaultTimeout)
+			}
+			if f := cmd.Flags().Lookup("namespace"); f != nil && f.Changed {
+				fmt.Fprintf(o.ErrOut, "warning: -n/--namespace %s has no effect: the objects kubectl edge works on (EdgePlacements, Locations, SyncTargets, workspaces) are cluster-scoped; --wmw, --imw and --espw say where\n", f.Value)
 			}
 			return nil
 		},
@@ -55,6 +58,9 @@ Kubernetes clusters. It talks to kcp with your kubeconfig, as kubectl does (--ku
 	cmd.SetOut(streams.Out)
 	cmd.SetErr(streams.ErrOut)
 	o.Config.AddFlags(cmd.PersistentFlags())
+	// kubectl's -n means nothing to kubectl edge: kept, so that a habit does not fail, but out of
+	// the help, and a warning if given.
+	_ = cmd.PersistentFlags().MarkHidden("namespace")
 	cmd.PersistentFlags().StringVar(&o.ESPW, "espw", edgev1alpha1.DefaultESPW, "path of the edge service provider workspace")
 	cmd.PersistentFlags().DurationVar(&o.Timeout, "timeout", workspaces.DefaultTimeout, "how long to wait for workspaces, bindings and mailboxes to become ready")
 

@@ -58,17 +58,14 @@ workspaces under the ESPW).`,
   kubectl edge status --target edge-1 --imw root:imw`,
 		Args: positional(nil, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if so.output != "" && so.output != "json" && so.output != "yaml" {
-				return fmt.Errorf("-o %s: the output formats are json and yaml (or none, for the table)", so.output)
+			if err := checkOutputFormat(so.output); err != nil {
+				return err
 			}
 			ctx, cancel := o.context(cmd)
 			defer cancel()
 			if so.target != "" {
 				if len(args) > 0 || so.wmw != "" {
 					return fmt.Errorf("--target shows one edge cluster: give no placement and no --wmw with it")
-				}
-				if so.imw == "" {
-					return fmt.Errorf("--target needs --imw, the inventory workspace of the SyncTarget")
 				}
 				return so.runTarget(ctx)
 			}
@@ -82,8 +79,8 @@ workspaces under the ESPW).`,
 	cmd.Flags().StringVar(&so.wmw, "wmw", "", "path of the workload workspace (default: the kubeconfig's current workspace)")
 	cmd.Flags().BoolVarP(&so.watch, "watch", "w", false, "keep watching and print again on every change")
 	cmd.Flags().StringVarP(&so.output, "output", "o", "", "output format: json or yaml (default: a table)")
-	cmd.Flags().StringVar(&so.target, "target", "", "show the objects placed on this SyncTarget (needs --imw)")
-	cmd.Flags().StringVar(&so.imw, "imw", "", "path of the SyncTarget's inventory workspace, with --target")
+	cmd.Flags().StringVar(&so.target, "target", "", "show the objects placed on this SyncTarget (of --imw)")
+	cmd.Flags().StringVar(&so.imw, "imw", "", "path of the SyncTarget's inventory workspace, with --target (default: the kubeconfig's current workspace)")
 	return cmd
 }
 
@@ -387,6 +384,14 @@ func oneLine(s string, max int) string {
 		return s[:max-3] + "..."
 	}
 	return s
+}
+
+// checkOutputFormat refuses an -o that is not json or yaml ("" is the table).
+func checkOutputFormat(format string) error {
+	if format != "" && format != "json" && format != "yaml" {
+		return fmt.Errorf("-o %s: the output formats are json and yaml (or none, for the table)", format)
+	}
+	return nil
 }
 
 func printAs(out io.Writer, format string, v any) error {

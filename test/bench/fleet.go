@@ -351,7 +351,7 @@ func (f *fleet) writeCredentials(ctx context.Context) error {
 	if err := framework.ForEach(len(f.dests), f.cfg.Parallel, func(i int) error {
 		d := f.dests[i]
 		d.mailboxKubeconfig = filepath.Join(f.dir, "mailbox-"+d.name+".kubeconfig")
-		return f.kubectlEdge(ctx, "prep-for-syncer", d.name, "--imw", f.imw.String(), "--kubeconfig-only", "-o", d.mailboxKubeconfig)
+		return f.kubectlEdge(ctx, "prep-for-syncer", d.name, "--imw", f.imw.String(), "--kubeconfig-only", "--output-file", d.mailboxKubeconfig)
 	}); err != nil {
 		return err
 	}

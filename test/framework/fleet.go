@@ -345,7 +345,7 @@ func (f *Fleet) SyncerCredential(t *testing.T, syncTarget string) (*rest.Config,
 	t.Helper()
 	file := filepath.Join(t.TempDir(), syncTarget+".kubeconfig")
 	KubectlEdge(t, "prep-for-syncer", syncTarget, "--imw", f.IMW.String(), "--espw", f.ESPW.String(),
-		"--kubeconfig-only", "-o", file).MustSucceed(t)
+		"--kubeconfig-only", "--output-file", file).MustSucceed(t)
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
 		&clientcmd.ClientConfigLoadingRules{ExplicitPath: file}, nil).ClientConfig()
 	if err != nil {

@@ -383,7 +383,7 @@ func StartSyncers(t testing.TB, espw, imw logicalcluster.Path, syncTargets []str
 	if err := ForEach(len(syncTargets), parallel, func(i int) error {
 		kubeconfigs[i] = filepath.Join(dir, "mailbox-"+syncTargets[i]+".kubeconfig")
 		r := KubectlEdge(t, "prep-for-syncer", syncTargets[i], "--imw", imw.String(), "--espw", espw.String(),
-			"--kubeconfig-only", "-o", kubeconfigs[i])
+			"--kubeconfig-only", "--output-file", kubeconfigs[i])
 		if r.Err != nil {
 			return fmt.Errorf("kubectl edge prep-for-syncer %s: %v: %s", syncTargets[i], r.Err, r.Stderr)
 		}
@@ -420,7 +420,7 @@ func startSyncer(t testing.TB, espw, imw logicalcluster.Path, syncTarget string,
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "mailbox-"+syncTarget+".kubeconfig")
 	KubectlEdge(t, "prep-for-syncer", syncTarget, "--imw", imw.String(), "--espw", espw.String(),
-		"--kubeconfig-only", "-o", kubeconfig).MustSucceed(t)
+		"--kubeconfig-only", "--output-file", kubeconfig).MustSucceed(t)
 	if proxy != nil {
 		var err error
 		if *proxy, err = proxyKubeconfig(kubeconfig); err != nil {

@@ -248,7 +248,7 @@ func heartbeatLease(holder string) string {
 func syncerKubeconfig(t *testing.T, imw logicalcluster.Path, name string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), name+".kubeconfig")
-	framework.KubectlEdge(t, "prep-for-syncer", name, "--imw", imw.String(), "--kubeconfig-only", "-o", path).MustSucceed(t)
+	framework.KubectlEdge(t, "prep-for-syncer", name, "--imw", imw.String(), "--kubeconfig-only", "--output-file", path).MustSucceed(t)
 	return path
 }
 

@@ -4,6 +4,7 @@
 package rollout
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"sort"
@@ -337,7 +338,19 @@ func TestCanaryGateAndPause(t *testing.T) {
 		f.eventuallyCondition(t, "app", edgev1alpha1.PlacementProgressing, metav1.ConditionFalse)
 		f.Apply(t, f.WMW, settingsManifest("v2"))
 		f.eventuallyCondition(t, "app", edgev1alpha1.PlacementProgressing, metav1.ConditionFalse, "paused")
-		time.Sleep(5 * time.Second)
+		// A paused rollout does not complete: rollout status -w --timeout gives up after 5 s (the
+		// wait this check needs anyway), exit 1 as kubectl rollout status.
+		res := framework.KubectlEdge(t, "rollout", "status", "app", "-w", "--timeout", "5s", "--wmw", f.WMW.String()).MustFail(t)
+		if !strings.Contains(res.Stderr, "timed out waiting for the rollout of EdgePlacement app") {
+			t.Errorf("rollout status -w --timeout 5s on a paused rollout: stderr %q", res.Stderr)
+		}
+		var view struct {
+			Spec struct{ Paused bool }
+		}
+		js := framework.KubectlEdge(t, "rollout", "status", "app", "-o", "json", "--wmw", f.WMW.String()).MustSucceed(t).Stdout
+		if err := json.Unmarshal([]byte(js), &view); err != nil || !view.Spec.Paused {
+			t.Errorf("rollout status -o json of the paused rollout: %v\n%s", err, js)
+		}
 		for _, n := range f.names {
 			if v := f.valueAt(t, n); v != "v1" {
 				t.Errorf("%s has %q while the rollout is paused, want v1", n, v)
@@ -358,6 +371,13 @@ func TestCanaryGateAndPause(t *testing.T) {
 		}
 		if hist := framework.KubectlEdge(t, "rollout", "history", "app", "--wmw", f.WMW.String()).MustSucceed(t).Stdout; strings.Count(hist, "\n") < 3 {
 			t.Errorf("rollout history lists fewer than 2 revisions:\n%s", hist)
+		}
+		var hist struct {
+			History []edgev1alpha1.RevisionHistory
+		}
+		js = framework.KubectlEdge(t, "rollout", "history", "app", "-o", "json", "--wmw", f.WMW.String()).MustSucceed(t).Stdout
+		if err := json.Unmarshal([]byte(js), &hist); err != nil || len(hist.History) < 2 {
+			t.Errorf("rollout history -o json: want 2 revisions or more: %v\n%s", err, js)
 		}
 	})
 }
