@@ -23,15 +23,16 @@ edge.kcp.io gets a maximal permission policy: wherever it is bound, everyone may
 EdgePlacements and Customizers, but only inventory admins (the group edge-mc:inventory-admins,
 and kcp's admins) may make SyncTargets and Locations, and so mailboxes. The grants are the
 ClusterRoleBindings edge-mc:edge-api:* in the ESPW; subjects you add to them are kept
-(docs/operations.md, "Who may make SyncTargets and Locations").
+(` + docsURL + `operations.md#who-may-make-synctargets-and-locations).
 
 It also gives edge-controller-manager's identity, the kcp user --controller-user (default
 edge-controller-manager), only the rights the controllers need in the ESPW: the ClusterRole and
-ClusterRoleBinding edge-mc:controller-manager (docs/operations.md lists the rights and why).
+ClusterRoleBinding edge-mc:controller-manager (` + docsURL + `operations.md#edge-controller-managers-identity
+lists the rights and why).
 "kubectl edge ensure wmw" grants the user what it needs in each workload workspace; kcp makes it
 the admin of the mailboxes it creates. The user is one that kcp's authentication knows (a client
 certificate of kcp's client CA, a token of kcp's --token-auth-file, an OIDC user), not a
-ServiceAccount: docs/operations.md says why. With --controller-kubeconfig and
+ServiceAccount: the same page says why. With --controller-kubeconfig and
 --controller-token-file (the user's bearer token), init writes a kubeconfig for
 edge-controller-manager's --kubeconfig; it holds a credential: keep it secret.
 

@@ -283,8 +283,8 @@ func inventoryAdminHint(err error) string {
 	if !apierrors.IsForbidden(err) {
 		return ""
 	}
-	return fmt.Sprintf("; only inventory admins may write SyncTargets and Locations: an operator makes you one by the group %s, or by a subject %s in the ClusterRoleBinding %s of the ESPW (docs/operations.md, \"Who may make SyncTargets and Locations\"); you also need rights in the inventory workspace",
-		espw.InventoryAdminsGroup, espw.PolicyName("<your user>"), espw.InventoryAdminRole)
+	return fmt.Sprintf("; only inventory admins may write SyncTargets and Locations: an operator makes you one by the group %s, or by a subject %s in the ClusterRoleBinding %s of the ESPW (%soperations.md#who-may-make-synctargets-and-locations); you also need rights in the inventory workspace",
+		espw.InventoryAdminsGroup, espw.PolicyName("<your user>"), espw.InventoryAdminRole, docsURL)
 }
 
 // checkInventoryWorkspace asks the workspace's discovery whether it serves SyncTargets and

@@ -30,7 +30,7 @@ func newRolloutCommand(o *Options) *cobra.Command {
 		Use:   "rollout",
 		Short: "Follow, pause, resume and list the rollouts of EdgePlacements",
 		Long: `An EdgePlacement with spec.rollout delivers each new version to its destinations within the
-bounds it sets (docs/rollouts.md). These commands, shaped like kubectl rollout, act on one
+bounds it sets (` + docsURL + `rollouts.md). These commands, shaped like kubectl rollout, act on one
 placement of the workload workspace (the current workspace of your kubeconfig, or --wmw).`,
 	}
 	cmd.PersistentFlags().StringVar(&ro.wmw, "wmw", "", "path of the workload workspace (default: the kubeconfig's current workspace)")

@@ -69,6 +69,9 @@ Kubernetes clusters. It talks to kcp with your kubeconfig, as kubectl does (--ku
 	return cmd
 }
 
+// docsURL is where kubectl edge's help and errors send a reader: the docs of the main branch.
+const docsURL = "https://github.com/kcp-dev/edge-mc/blob/main/docs/"
+
 // Client-side rate limit of kubectl-edge's requests. client-go's default (5 a second, bursts of
 // 10) made 'kubectl edge init' wait 6 of its 10 s on itself, writing the ESPW's twenty-odd
 // schemas; kcp's own priority and fairness protects the server.
