@@ -91,7 +91,12 @@ $(KWOK): hack/tools/kwok/go.mod hack/tools/kwok/go.sum
 ifeq ($(origin VERSION),undefined)
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 endif
-VERSION_LDFLAGS := -X github.com/kcp-dev/edge-mc/pkg/version.Version=$(VERSION)
+# The repository the image layouts name their images in (<IMAGE_REPO>/<command>:<VERSION>), and
+# the one kubectl edge prep-for-syncer of a release takes the syncer's image from. PUSH=<registry>
+# pushes there instead.
+IMAGE_REPO ?= ghcr.io/kcp-dev/edge-mc
+VERSION_LDFLAGS := -X github.com/kcp-dev/edge-mc/pkg/version.Version=$(VERSION) \
+	-X github.com/kcp-dev/edge-mc/pkg/version.ImageRepo=$(IMAGE_REPO)
 
 .PHONY: version
 version: ## Print VERSION, the version that make build, images and release give edge-mc.
@@ -110,9 +115,6 @@ build: ## Build edge-mc's binaries into bin/ (kubectl-edge, edge-controller-mana
 OUTPUT ?= $(ROOT)/_output
 # The platforms of make binaries, images and release: edge clusters are often arm64.
 PLATFORMS ?= linux/amd64 linux/arm64
-# The repository the image layouts name their images in (<IMAGE_REPO>/<command>:<VERSION>), the
-# one kubectl edge prep-for-syncer defaults to. PUSH=<registry> pushes there instead.
-IMAGE_REPO ?= ghcr.io/kcp-dev/edge-mc
 PUSH ?=
 # The images' creation time and that of every file in them: the last commit's, so that the same
 # commit makes the same image digests.

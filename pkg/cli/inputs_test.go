@@ -65,7 +65,9 @@ current-context: c
 		{[]string{"ensure", "location", "edge-1", "env=not ok", "--imw", "root:imw"}, []string{`label "env=not ok"`, `the value "not ok" is not valid`}},
 		// Flags.
 		{[]string{"ensure", "location", "edge-1"}, []string{"no --imw given", "https://127.0.0.1:1 names no workspace", "--imw root:imw"}},
-		{[]string{"prep-for-syncer", "edge-1"}, []string{"no --imw given", "names no workspace"}},
+		{[]string{"prep-for-syncer", "edge-1", "--kubeconfig-only"}, []string{"no --imw given", "names no workspace"}},
+		{[]string{"prep-for-syncer", "edge-1", "--imw", "root:imw"}, []string{"give --syncer-image", "this kubectl-edge, dev, is not a release", "make images PUSH=<registry>"}},
+		{[]string{"prep-for-syncer", "edge-1", "--imw", "root:imw", "--syncer-image", "reg.example/edge-syncer:v1 "}, []string{`--syncer-image "reg.example/edge-syncer:v1 " is not an image reference`}},
 		{[]string{"remove", "location", "edge-1"}, []string{`required flag(s) "imw" not set`}},
 		{[]string{"prep-for-syncer", "edge-1", "--imw", "root:imw", "-o", "edge-1-syncer.yaml"}, []string{`-o "edge-1-syncer.yaml"`, "output format", "--output-file edge-1-syncer.yaml"}},
 		{[]string{"prep-for-syncer", "edge-1", "--imw", "root:imw", "-o", "json"}, []string{"-o json", "prints YAML only (-o yaml)"}},
@@ -84,7 +86,8 @@ current-context: c
 		// kcp not reachable: the error says where the command went.
 		{[]string{"ensure", "wmw", "root:wmw"}, []string{"root:espw", "127.0.0.1:1", "connection refused"}},
 		{[]string{"ensure", "location", "edge-1", "env=prod", "--imw", "root:imw"}, []string{"root:imw", "127.0.0.1:1", "connection refused"}},
-		{[]string{"prep-for-syncer", "edge-1", "--imw", "root:imw", "-o", "yaml"}, []string{"root:imw", "127.0.0.1:1", "connection refused"}},
+		{[]string{"prep-for-syncer", "edge-1", "--imw", "root:imw", "-o", "yaml", "--syncer-image", "reg.example/edge-syncer:v1"}, []string{"root:imw", "127.0.0.1:1", "connection refused"}},
+		{[]string{"prep-for-syncer", "edge-1", "--imw", "root:imw", "--kubeconfig-only"}, []string{"root:imw", "127.0.0.1:1", "connection refused"}},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var out, errOut bytes.Buffer
@@ -154,7 +157,7 @@ current-context: c
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range [][]string{{"ensure", "location", "edge-1"}, {"prep-for-syncer", "edge-1"}, {"status", "--target", "edge-1"}} {
+	for _, args := range [][]string{{"ensure", "location", "edge-1"}, {"prep-for-syncer", "edge-1", "--kubeconfig-only"}, {"status", "--target", "edge-1"}} {
 		var out, errOut bytes.Buffer
 		cmd := NewCommand(genericiooptions.IOStreams{Out: &out, ErrOut: &errOut})
 		cmd.SetArgs(append([]string{"--kubeconfig", kubeconfig}, args...))

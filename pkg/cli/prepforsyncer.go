@@ -38,12 +38,11 @@ import (
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
+	"github.com/kcp-dev/edge-mc/pkg/version"
 	"github.com/kcp-dev/edge-mc/pkg/workspaces"
 )
 
 const (
-	// DefaultSyncerImage is the edge-syncer image that prep-for-syncer puts in the Deployment.
-	DefaultSyncerImage = "ghcr.io/kcp-dev/edge-mc/edge-syncer:latest"
 	// DefaultSyncerNamespace is the pcluster namespace that the syncer runs in.
 	DefaultSyncerNamespace = "edge-syncer"
 
@@ -115,7 +114,12 @@ With --output-file the output goes to a file of mode 0600. Run again, it prints 
 	o.addIMWFlag(cmd, &p.imw)
 	cmd.Flags().StringVar(&p.output, "output-file", "", "write to this file (mode 0600) instead of stdout")
 	cmd.Flags().StringVarP(&p.format, "output", "o", "yaml", "output format: yaml, the only one (to write a file, use --output-file)")
-	cmd.Flags().StringVar(&p.syncerImage, "syncer-image", DefaultSyncerImage, "edge-syncer container image")
+	image, published := version.Image("edge-syncer", version.Version)
+	imageHelp := "edge-syncer container image (default: this release's, " + image + ")"
+	if !published {
+		imageHelp = fmt.Sprintf("edge-syncer container image; required, as this kubectl-edge (%s) is not a release, whose image would be published", version.Version)
+	}
+	cmd.Flags().StringVar(&p.syncerImage, "syncer-image", "", imageHelp)
 	cmd.Flags().StringVar(&p.syncerNamespace, "syncer-namespace", DefaultSyncerNamespace, "namespace of the edge cluster that the syncer runs in")
 	cmd.Flags().BoolVar(&p.kubeconfigOnly, "kubeconfig-only", false, "print only the kubeconfig of the mailbox")
 	return cmd
@@ -131,8 +135,8 @@ func (p *prepForSyncerOptions) run(ctx context.Context, o *Options, name string)
 	if msgs := validation.IsDNS1123Label(p.syncerNamespace); len(msgs) > 0 {
 		return fmt.Errorf("--syncer-namespace %q is not a namespace name: %s", p.syncerNamespace, strings.Join(msgs, "; "))
 	}
-	if strings.TrimSpace(p.syncerImage) == "" {
-		return errors.New("--syncer-image must not be empty")
+	if err := p.chooseImage(version.Version); err != nil {
+		return err
 	}
 	inv, err := o.inventory(ctx, p.imw)
 	if err != nil {
@@ -199,6 +203,28 @@ func (p *prepForSyncerOptions) run(ctx context.Context, o *Options, name string)
 		return err
 	}
 	return writeOutput(o, p.output, manifests)
+}
+
+// chooseImage settles the syncer's image: --syncer-image, or the image of this kubectl-edge's
+// release. A development build has no published image, and guessing one (a "latest" tag) would
+// install a syncer of another version, or one that cannot be pulled: then --syncer-image is
+// required, unless only the kubeconfig is asked for.
+func (p *prepForSyncerOptions) chooseImage(v string) error {
+	if p.syncerImage != "" {
+		if strings.TrimSpace(p.syncerImage) != p.syncerImage || strings.ContainsAny(p.syncerImage, " \t\n") {
+			return fmt.Errorf("--syncer-image %q is not an image reference", p.syncerImage)
+		}
+		return nil
+	}
+	if p.kubeconfigOnly {
+		return nil
+	}
+	image, published := version.Image("edge-syncer", v)
+	if !published {
+		return fmt.Errorf("give --syncer-image: this kubectl-edge, %s, is not a release, so no published edge-syncer image matches it (make images PUSH=<registry> pushes one: <registry>/edge-syncer:%s; %sinstall.md)", v, v, docsURL)
+	}
+	p.syncerImage = image
+	return nil
 }
 
 // checkFormat refuses an output format other than yaml. Until 2026-11, -o named the file to write

@@ -9,6 +9,7 @@ package version
 
 import (
 	"fmt"
+	"regexp"
 	"runtime"
 )
 
@@ -21,4 +22,24 @@ var Version = "dev"
 // and platform it was built for, e.g. "edge-syncer v0.1.0 (go1.26.8 linux/arm64)".
 func String(program string) string {
 	return fmt.Sprintf("%s %s (%s %s/%s)", program, Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+// ImageRepo is the repository of edge-mc's images (<ImageRepo>/edge-syncer:<Version>): make's
+// IMAGE_REPO, which the build sets.
+var ImageRepo = "ghcr.io/kcp-dev/edge-mc"
+
+// releaseTag is a release's version: vMAJOR.MINOR.PATCH, with a pre-release such as -rc.1, and
+// none of what `git describe` adds between releases (-<commits>-g<hash>, -dirty).
+var releaseTag = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-(alpha|beta|rc)(\.?[0-9]+)*)?$`)
+
+// IsRelease says whether v (Version, by default) is a release's tag, for which images are published.
+func IsRelease(v string) bool { return releaseTag.MatchString(v) }
+
+// Image is the image of one of edge-mc's commands for version v, and whether there is one to
+// pull: only a release's images are published.
+func Image(command, v string) (string, bool) {
+	if !IsRelease(v) {
+		return "", false
+	}
+	return ImageRepo + "/" + command + ":" + v, true
 }
