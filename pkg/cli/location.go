@@ -53,7 +53,8 @@ first. Next, run "kubectl edge prep-for-syncer <name> --imw ..." to install the 
 edge cluster.`,
 		Example: `  kubectl edge ensure location edge-1 env=prod region=eu-west --imw root:imw
   kubectl edge ensure location edge-1 env=staging region- --imw root:imw   # change env, drop region`,
-		Args: positional([]string{"<name>"}, -1),
+		Args:              positional([]string{"<name>"}, -1),
+		ValidArgsFunction: o.syncTargetArg(&imw),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := o.context(cmd)
 			defer cancel()
@@ -138,8 +139,9 @@ management workspace --imw. The mailbox controller then deletes the SyncTarget's
 the edge cluster's syncer loses its access to the center. Objects already absent are fine: run
 again, it changes nothing. --imw has no default here, unlike the other verbs: a removal in
 whatever workspace the kubeconfig points at could take an edge cluster's workloads by mistake.`,
-		Example: `  kubectl edge remove location edge-1 --imw root:imw`,
-		Args:    positional([]string{"<name>"}, 0),
+		Example:           `  kubectl edge remove location edge-1 --imw root:imw`,
+		Args:              positional([]string{"<name>"}, 0),
+		ValidArgsFunction: o.syncTargetArg(&imw),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := o.context(cmd)
 			defer cancel()

@@ -104,7 +104,8 @@ With --output-file the output goes to a file of mode 0600. Run again, it prints 
 
   # Only the mailbox's kubeconfig, for edge-syncer run as a local process
   kubectl edge prep-for-syncer edge-1 --imw root:imw --kubeconfig-only --output-file edge-1-mailbox.kubeconfig`,
-		Args: positional([]string{"<synctarget>"}, 0),
+		Args:              positional([]string{"<synctarget>"}, 0),
+		ValidArgsFunction: o.syncTargetArg(&p.imw),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := o.context(cmd)
 			defer cancel()

@@ -45,7 +45,8 @@ placement's spec.rollout and status.rollout instead.`,
 		Example: `  kubectl edge rollout status web
   kubectl edge rollout status web -w --timeout 10m
   kubectl edge rollout status web -o yaml`,
-		Args: positional([]string{"<placement>"}, 0),
+		Args:              positional([]string{"<placement>"}, 0),
+		ValidArgsFunction: o.placementArg(&ro.wmw),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutputFormat(ro.output); err != nil {
 				return err
@@ -69,7 +70,8 @@ placement's spec.rollout and status.rollout instead.`,
 		Short: "Pause a placement's rollout: no destination gets a version it does not have yet",
 		Example: `  kubectl edge rollout pause web
   kubectl edge rollout pause web --wmw root:team-a`,
-		Args: positional([]string{"<placement>"}, 0),
+		Args:              positional([]string{"<placement>"}, 0),
+		ValidArgsFunction: o.placementArg(&ro.wmw),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := o.context(cmd)
 			defer cancel()
@@ -86,7 +88,8 @@ placement's spec.rollout and status.rollout instead.`,
 		Short: "Resume a placement's rollout: unpause it, and open the pause gate it waits at",
 		Example: `  # After a canary stage whose gate holds the rollout (status.rollout.pausedAt)
   kubectl edge rollout resume web`,
-		Args: positional([]string{"<placement>"}, 0),
+		Args:              positional([]string{"<placement>"}, 0),
+		ValidArgsFunction: o.placementArg(&ro.wmw),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := o.context(cmd)
 			defer cancel()
@@ -113,7 +116,8 @@ placement's spec.rollout and status.rollout instead.`,
 		Short: "List the last revisions of a placement, with when each was published and completed",
 		Example: `  kubectl edge rollout history web
   kubectl edge rollout history web -o json`,
-		Args: positional([]string{"<placement>"}, 0),
+		Args:              positional([]string{"<placement>"}, 0),
+		ValidArgsFunction: o.placementArg(&ro.wmw),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutputFormat(ro.output); err != nil {
 				return err

@@ -56,7 +56,8 @@ workspaces under the ESPW).`,
   kubectl edge status web -w
   kubectl edge status --wmw root:wmw-a -o yaml
   kubectl edge status --target edge-1 --imw root:imw`,
-		Args: positional(nil, 1),
+		Args:              positional(nil, 1),
+		ValidArgsFunction: o.placementArg(&so.wmw),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutputFormat(so.output); err != nil {
 				return err
@@ -81,6 +82,9 @@ workspaces under the ESPW).`,
 	cmd.Flags().StringVarP(&so.output, "output", "o", "", "output format: json or yaml (default: a table)")
 	cmd.Flags().StringVar(&so.target, "target", "", "show the objects placed on this SyncTarget (of --imw)")
 	cmd.Flags().StringVar(&so.imw, "imw", "", "path of the SyncTarget's inventory workspace, with --target (default: the kubeconfig's current workspace)")
+	_ = cmd.RegisterFlagCompletionFunc("target", func(c *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		return o.completeNames(c.Context(), flagPath(so.imw), syncTargetsGVR, toComplete)
+	})
 	return cmd
 }
 

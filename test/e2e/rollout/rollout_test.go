@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -378,6 +379,23 @@ func TestCanaryGateAndPause(t *testing.T) {
 		js = framework.KubectlEdge(t, "rollout", "history", "app", "-o", "json", "--wmw", f.WMW.String()).MustSucceed(t).Stdout
 		if err := json.Unmarshal([]byte(js), &hist); err != nil || len(hist.History) < 2 {
 			t.Errorf("rollout history -o json: want 2 revisions or more: %v\n%s", err, js)
+		}
+
+		// Shell completion, as kubectl runs it through kubectl_complete-edge: the placement, the
+		// SyncTargets and the workload workspace's path, read from kcp.
+		complete := func(args ...string) []string {
+			out := framework.KubectlEdge(t, append([]string{"__complete"}, args...)...).MustSucceed(t).Stdout
+			return strings.Split(strings.TrimSpace(out), "\n")
+		}
+		if got := complete("rollout", "status", "--wmw", f.WMW.String(), ""); !slices.Contains(got, "app") {
+			t.Errorf("completing rollout status <placement>: %q, want app among them", got)
+		}
+		if got := complete("prep-for-syncer", "--imw", f.IMW.String(), "e0"); !slices.Equal(got[:len(got)-1], f.names) {
+			t.Errorf("completing prep-for-syncer e0<TAB>: %q, want %q", got, f.names)
+		}
+		parent, _ := f.WMW.Parent()
+		if got := complete("status", "--wmw", parent.String()+":"); !slices.Contains(got, f.WMW.String()) {
+			t.Errorf("completing --wmw %s:<TAB>: %q, want %s among them", parent, got, f.WMW)
 		}
 	})
 }
