@@ -69,9 +69,13 @@ func unreachableStatusAt(now time.Time, grace time.Duration, status *edgev1alpha
 }
 
 // syncerCompatibility sets SyncerCompatible from what the syncer reports in its SyncerConfig:
-// whether it reads the assemblage format that the center writes. cfg nil: no SyncerConfig yet.
+// whether it reads the assemblage format that the center writes; and status.syncerVersion, the
+// version it reports. cfg nil: no SyncerConfig yet (a version already reported is kept).
 func syncerCompatibility(status *edgev1alpha1.SyncTargetStatus, cfg *edgev1alpha1.SyncerConfig) {
 	const cond = edgev1alpha1.SyncTargetSyncerCompatible
+	if cfg != nil {
+		status.SyncerVersion = cfg.Status.SyncerVersion
+	}
 	switch {
 	case cfg == nil || (cfg.Status.SyncerVersion == "" && len(cfg.Status.Formats) == 0 && cfg.Status.ObservedGeneration == 0):
 		setCondition(status, cond, metav1.ConditionUnknown, edgev1alpha1.ReasonSyncerNotReported, "no syncer has reported in the mailbox yet")

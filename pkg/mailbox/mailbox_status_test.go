@@ -62,20 +62,24 @@ func TestSyncerCompatibility(t *testing.T) {
 		return &edgev1alpha1.SyncerConfig{Status: edgev1alpha1.SyncerConfigStatus{ObservedGeneration: 1, SyncerVersion: version, Formats: formats}}
 	}
 	for _, tc := range []struct {
-		name string
-		cfg  *edgev1alpha1.SyncerConfig
-		want metav1.ConditionStatus
+		name        string
+		cfg         *edgev1alpha1.SyncerConfig
+		want        metav1.ConditionStatus
+		wantVersion string // status.syncerVersion, from a status that had "v0.1.0"
 	}{
-		{"no SyncerConfig", nil, metav1.ConditionUnknown},
-		{"no report yet", &edgev1alpha1.SyncerConfig{}, metav1.ConditionUnknown},
-		{"reads the format", cfg("v0.2.0", "x", transport.FormatV1), metav1.ConditionTrue},
-		{"predates assemblages", cfg(""), metav1.ConditionFalse},
-		{"reads other formats only", cfg("v9", "edge.kcp.io/other"), metav1.ConditionFalse},
+		{"no SyncerConfig", nil, metav1.ConditionUnknown, "v0.1.0"},
+		{"no report yet", &edgev1alpha1.SyncerConfig{}, metav1.ConditionUnknown, ""},
+		{"reads the format", cfg("v0.2.0", "x", transport.FormatV1), metav1.ConditionTrue, "v0.2.0"},
+		{"predates assemblages", cfg(""), metav1.ConditionFalse, ""},
+		{"reads other formats only", cfg("v9", "edge.kcp.io/other"), metav1.ConditionFalse, "v9"},
 	} {
-		status := &edgev1alpha1.SyncTargetStatus{}
+		status := &edgev1alpha1.SyncTargetStatus{SyncerVersion: "v0.1.0"}
 		syncerCompatibility(status, tc.cfg)
 		if c := meta.FindStatusCondition(status.Conditions, edgev1alpha1.SyncTargetSyncerCompatible); c == nil || c.Status != tc.want {
 			t.Errorf("%s: SyncerCompatible = %+v, want %s", tc.name, c, tc.want)
+		}
+		if status.SyncerVersion != tc.wantVersion {
+			t.Errorf("%s: status.syncerVersion = %q, want %q", tc.name, status.SyncerVersion, tc.wantVersion)
 		}
 	}
 }

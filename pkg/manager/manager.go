@@ -37,6 +37,7 @@ import (
 	"github.com/kcp-dev/edge-mc/pkg/scheduler"
 	statussummarizer "github.com/kcp-dev/edge-mc/pkg/status-summarizer"
 	"github.com/kcp-dev/edge-mc/pkg/upsync"
+	"github.com/kcp-dev/edge-mc/pkg/version"
 	"github.com/kcp-dev/edge-mc/pkg/workspaces"
 )
 
@@ -342,11 +343,13 @@ func runRound(ctx context.Context, o Options, ready *atomic.Pointer[string]) err
 	}
 	standby := standingBy
 	ready.Store(&standby)
-	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, "default", o.LeaderElectionID,
-		kube.Cluster(o.ESPW).CoreV1(), kube.Cluster(o.ESPW).CoordinationV1(),
-		resourcelock.ResourceLockConfig{Identity: o.Identity})
-	if err != nil {
-		return err
+	// The Lease carries the holder's version in a label, for `kubectl edge version`: the lock
+	// writes it with every renewal it makes anyway, so it costs no request of its own.
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: leaseNamespace, Name: o.LeaderElectionID},
+		Client:     kube.Cluster(o.ESPW).CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: o.Identity},
+		Labels:     map[string]string{edgev1alpha1.LeaderVersionLabel: VersionLabelValue(version.Version)},
 	}
 	// Leading ends with the round: when the lease is lost, and when the controllers stop (the
 	// lease is then given up, and the next round stands by for it again).
@@ -374,6 +377,26 @@ func runRound(ctx context.Context, o Options, ready *atomic.Pointer[string]) err
 		},
 	})
 	return leadErr
+}
+
+// leaseNamespace is the namespace of the ESPW that holds the leader election's Lease.
+const leaseNamespace = "default"
+
+// VersionLabelValue is v as a label value: at most 63 characters of letters, digits, '-', '_'
+// and '.', beginning and ending with a letter or digit; any other character (a '+' of build
+// metadata) becomes '_'. A git describe or release version is one already.
+func VersionLabelValue(v string) string {
+	b := []byte(v)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			b[i] = '_'
+		}
+	}
+	out := strings.Trim(string(b[:min(len(b), 63)]), "-_.")
+	if out == "" {
+		return "unknown"
+	}
+	return out
 }
 
 // endOnFileChange calls end when the file's modification time or size changes; it looks every

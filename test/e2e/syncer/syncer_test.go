@@ -1,7 +1,9 @@
 package syncer
 
 import (
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -152,6 +154,39 @@ func TestFullCycle(t *testing.T) {
 	if u := framework.GetObject(t, ec, secrets, "app", "creds"); u == nil || fieldOf(u, "data", "password") != "czNjcmV0" {
 		t.Errorf("the Secret's data did not arrive as written: %v", u)
 	}
+
+	t.Run("kubectl edge version names the leader's and the syncer's versions", func(t *testing.T) {
+		// One build made kubectl-edge, edge-controller-manager and edge-syncer: the fleet runs the
+		// client's version.
+		var client struct{ Client struct{ Version string } }
+		js := framework.KubectlEdge(t, "version", "--client", "-o", "json").MustSucceed(t).Stdout
+		if err := json.Unmarshal([]byte(js), &client); err != nil || client.Client.Version == "" {
+			t.Fatalf("kubectl edge version --client -o json: %v\n%s", err, js)
+		}
+		want := client.Client.Version
+		framework.Eventually(t, framework.Converge, func() (bool, string) {
+			var view struct {
+				Controllers []struct{ Version, Holder string }
+				Syncers     struct {
+					Versions []struct {
+						Version     string
+						SyncTargets []string
+					}
+				}
+			}
+			js := framework.KubectlEdge(t, "version", "--imw", f.IMW.String(), "--espw", f.ESPW.String(), "-o", "json").MustSucceed(t).Stdout
+			if err := json.Unmarshal([]byte(js), &view); err != nil {
+				return false, fmt.Sprintf("kubectl edge version -o json: %v: %s", err, js)
+			}
+			ok := len(view.Controllers) == 1 && view.Controllers[0].Version == want && view.Controllers[0].Holder != "" &&
+				len(view.Syncers.Versions) == 1 && view.Syncers.Versions[0].Version == want && slices.Equal(view.Syncers.Versions[0].SyncTargets, []string{"edge1"})
+			return ok, fmt.Sprintf("kubectl edge version: want the leader and edge1's syncer at %s, got %s", want, js)
+		})
+		text := framework.KubectlEdge(t, "version", "--imw", f.IMW.String(), "--espw", f.ESPW.String()).MustSucceed(t).Stdout
+		if !strings.Contains(text, "edge-controller-manager: "+want) || !strings.Contains(text, "  "+want+": 1") {
+			t.Errorf("kubectl edge version:\n%s", text)
+		}
+	})
 
 	t.Run("status goes back to the assemblage's status", func(t *testing.T) {
 		dep := framework.GetObject(t, ec, deployments, "app", "web")

@@ -204,3 +204,9 @@ const ReasonMailboxUnreachable = "MailboxUnreachable"
 func SyncerSilent(reason string) bool {
 	return reason == ReasonHeartbeatStale || reason == ReasonMailboxUnreachable
 }
+
+// LeaderVersionLabel is the label on edge-controller-manager's leader election Lease (in the
+// ESPW's default namespace) that holds the version of the replica that holds the Lease, written
+// with each renewal, so that `kubectl edge version` can say which version runs the center's
+// controllers.
+const LeaderVersionLabel = "edge.kcp.io/leader-version"

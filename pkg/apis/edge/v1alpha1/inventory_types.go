@@ -105,6 +105,11 @@ type SyncTargetStatus struct {
 	// +optional
 	MailboxCluster string `json:"mailboxCluster,omitempty"`
 
+	// syncerVersion is the version that the SyncTarget's syncer reports in its SyncerConfig
+	// (edge-mc's, as edge-syncer --version prints), empty until a syncer has reported.
+	// +optional
+	SyncerVersion string `json:"syncerVersion,omitempty"`
+
 	// conditions: MailboxReady, SyncerReady (Unknown once the syncer has been silent longer than
 	// the fleet's grace period), SyncerCompatible (whether the syncer reads the assemblage
 	// format the center writes). They are written when they change, not on every heartbeat: the
