@@ -78,6 +78,8 @@ current-context: c
 		{[]string{"ensure", "wmw", "root:wmw", "--timeout", "-1m"}, []string{"--timeout -1m0s", "give a positive duration"}},
 		{[]string{"ensure", "wmw", "root:wmw", "--timeout", "soon"}, []string{`invalid argument "soon" for "--timeout"`}},
 		{[]string{"status", "--target"}, []string{"flag needs an argument: --target"}},
+		{[]string{"status", "-o", "table"}, []string{"-o table", "json, yaml, wide and name"}},
+		{[]string{"status", "--target", "edge-1", "-o", "wide"}, []string{"-o wide with --target", "json and yaml"}},
 		{[]string{"ensure", "cluster", "root:c"}, []string{"kubectl edge ensure", `unknown command "cluster"`, "imw, location, wmw"}},
 		{[]string{"ensure", "locaton", "edge-1", "--imw", "root:imw"}, []string{`unknown command "locaton"`, "did you mean location?"}},
 		{[]string{"remove", "synctarget", "edge-1"}, []string{"kubectl edge remove", `unknown command "synctarget"`, "location"}},

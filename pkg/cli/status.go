@@ -59,8 +59,13 @@ workspaces under the ESPW).`,
 		Args:              positional(nil, 1),
 		ValidArgsFunction: o.placementArg(&so.wmw),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutputFormat(so.output); err != nil {
-				return err
+			if so.output != "wide" && so.output != "name" {
+				if err := checkOutputFormat(so.output); err != nil {
+					return fmt.Errorf("-o %s: the output formats are json, yaml, wide and name (or none, for the table)", so.output)
+				}
+			}
+			if so.target != "" && (so.output == "wide" || so.output == "name") {
+				return fmt.Errorf("-o %s with --target: the formats of --target are json and yaml (or none, for the table)", so.output)
 			}
 			ctx, cancel := o.context(cmd)
 			defer cancel()
@@ -79,7 +84,7 @@ workspaces under the ESPW).`,
 	}
 	cmd.Flags().StringVar(&so.wmw, "wmw", "", "path of the workload workspace (default: the kubeconfig's current workspace)")
 	cmd.Flags().BoolVarP(&so.watch, "watch", "w", false, "keep watching and print again on every change")
-	cmd.Flags().StringVarP(&so.output, "output", "o", "", "output format: json or yaml (default: a table)")
+	cmd.Flags().StringVarP(&so.output, "output", "o", "", "output format: json, yaml, wide (the table with LOCATIONS, OBJECTS, REVISION and SUMMARIZED) or name (default: a table)")
 	cmd.Flags().StringVar(&so.target, "target", "", "show the objects placed on this SyncTarget (of --imw)")
 	cmd.Flags().StringVar(&so.imw, "imw", "", "path of the SyncTarget's inventory workspace, with --target (default: the kubeconfig's current workspace)")
 	_ = cmd.RegisterFlagCompletionFunc("target", func(c *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
@@ -299,7 +304,13 @@ func problemConditions(p *edgev1alpha1.EdgePlacement) []metav1.Condition {
 }
 
 func (so *statusOptions) printPlacements(out io.Writer, where string, items []edgev1alpha1.EdgePlacement, detail bool) error {
-	if so.output != "" {
+	if so.output == "name" {
+		for i := range items {
+			fmt.Fprintf(out, "edgeplacement.%s/%s\n", edgev1alpha1.SchemeGroupVersion.Group, items[i].Name)
+		}
+		return nil
+	}
+	if so.output != "" && so.output != "wide" {
 		views := make([]placementView, 0, len(items))
 		for i := range items {
 			views = append(views, viewOf(&items[i]))
@@ -310,8 +321,13 @@ func (so *statusOptions) printPlacements(out io.Writer, where string, items []ed
 		fmt.Fprintf(out, "No EdgePlacements in %s.\n", where)
 		return nil
 	}
+	wide := so.output == "wide"
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PLACEMENT\tDESTINATIONS\tREADY\t\tPENDING\tAPPLIED\tFAILED\tSTALE\tSTATE")
+	header := "PLACEMENT\tDESTINATIONS\tREADY\t\tPENDING\tAPPLIED\tFAILED\tSTALE\tSTATE"
+	if wide {
+		header += "\tLOCATIONS\tOBJECTS\tREVISION\tSUMMARIZED"
+	}
+	fmt.Fprintln(tw, header)
 	for i := range items {
 		p := &items[i]
 		var c edgev1alpha1.DestinationCounts
@@ -319,7 +335,18 @@ func (so *statusOptions) printPlacements(out io.Writer, where string, items []ed
 			c = *p.Status.Summary
 		}
 		n := p.Status.MatchingSyncTargetCount
-		fmt.Fprintf(tw, "%s\t%d\t%d/%d\t%s\t%d\t%d\t%d\t%d\t%s\n", p.Name, n, c.Ready, n, bar(c.Ready, n, 20), c.Pending, c.Applied, c.Failed, c.Stale, placementState(p))
+		fmt.Fprintf(tw, "%s\t%d\t%d/%d\t%s\t%d\t%d\t%d\t%d\t%s", p.Name, n, c.Ready, n, bar(c.Ready, n, 20), c.Pending, c.Applied, c.Failed, c.Stale, placementState(p))
+		if wide {
+			revision, summarized := "-", "-"
+			if r := p.Status.Rollout; r != nil && r.Revision != "" {
+				revision = r.Revision[:min(len(r.Revision), 12)]
+			}
+			if p.Status.SummaryTime != nil {
+				summarized = p.Status.SummaryTime.UTC().Format(time.RFC3339)
+			}
+			fmt.Fprintf(tw, "\t%d\t%d\t%s\t%s", p.Status.MatchingLocationCount, p.Status.ObjectCount, revision, summarized)
+		}
+		fmt.Fprintln(tw)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -178,5 +179,43 @@ func TestPrintTarget(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "version not reported yet") || !strings.Contains(out.String(), "Nothing is placed") {
 		t.Errorf("an empty mailbox:\n%s", out.String())
+	}
+}
+
+// TestPrintPlacementsWideAndName: -o wide adds the columns kubectl's wide would, -o name prints
+// what kubectl's name output does, one resource/name a line.
+func TestPrintPlacementsWideAndName(t *testing.T) {
+	p := placementWith(3, &edgev1alpha1.DestinationCounts{Ready: 3}, false)
+	p.Status.MatchingLocationCount = 2
+	p.Status.ObjectCount = 7
+	p.Status.Rollout = &edgev1alpha1.RolloutStatus{Revision: "3f2a9c0d1e2b4a5f"}
+	when := metav1.NewTime(time.Date(2026, 11, 28, 20, 0, 0, 0, time.UTC))
+	p.Status.SummaryTime = &when
+	q := placementWith(1, nil, false)
+	q.Name = "db"
+
+	var out bytes.Buffer
+	so := &statusOptions{Options: &Options{}, output: "wide"}
+	if err := so.printPlacements(&out, "root:wmw", []edgev1alpha1.EdgePlacement{p, q}, false); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 3 || !strings.HasSuffix(strings.Join(strings.Fields(lines[0]), " "), "STATE LOCATIONS OBJECTS REVISION SUMMARIZED") {
+		t.Fatalf("-o wide:\n%s", out.String())
+	}
+	if f := strings.Fields(lines[1]); strings.Join(f[len(f)-4:], " ") != "2 7 3f2a9c0d1e2b 2026-11-28T20:00:00Z" {
+		t.Errorf("-o wide, web's line: %q", lines[1])
+	}
+	if f := strings.Fields(lines[2]); strings.Join(f[len(f)-2:], " ") != "- -" {
+		t.Errorf("-o wide, db's line (no rollout, no summary yet): %q", lines[2])
+	}
+
+	out.Reset()
+	so.output = "name"
+	if err := so.printPlacements(&out, "root:wmw", []edgev1alpha1.EdgePlacement{p, q}, false); err != nil {
+		t.Fatal(err)
+	}
+	if want := "edgeplacement.edge.kcp.io/" + p.Name + "\nedgeplacement.edge.kcp.io/db\n"; out.String() != want {
+		t.Errorf("-o name:\n%s\nwant:\n%s", out.String(), want)
 	}
 }

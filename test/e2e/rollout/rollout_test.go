@@ -393,6 +393,12 @@ func TestCanaryGateAndPause(t *testing.T) {
 		if got := complete("prep-for-syncer", "--imw", f.IMW.String(), "e0"); !slices.Equal(got[:len(got)-1], f.names) {
 			t.Errorf("completing prep-for-syncer e0<TAB>: %q, want %q", got, f.names)
 		}
+		if out := framework.KubectlEdge(t, "status", "--wmw", f.WMW.String(), "-o", "name").MustSucceed(t).Stdout; out != "edgeplacement.edge.kcp.io/app\n" {
+			t.Errorf("kubectl edge status -o name: %q", out)
+		}
+		if out := framework.KubectlEdge(t, "status", "--wmw", f.WMW.String(), "-o", "wide").MustSucceed(t).Stdout; !strings.Contains(out, "REVISION") || !strings.Contains(out, "4/4") {
+			t.Errorf("kubectl edge status -o wide:\n%s", out)
+		}
 		parent, _ := f.WMW.Parent()
 		if got := complete("status", "--wmw", parent.String()+":"); !slices.Contains(got, f.WMW.String()) {
 			t.Errorf("completing --wmw %s:<TAB>: %q, want %s among them", parent, got, f.WMW)
