@@ -33,3 +33,6 @@ go run ./hack/gen-workload-export --input-dir config/workload-crds --output-dir 
 
 echo ">> API reference docs/api-reference.md (from the CRDs)"
 go run ./hack/gen-api-docs --crd-dir config/crds --output docs/api-reference.md
+
+echo ">> CLI reference docs/cli-reference.md (from kubectl edge's command tree)"
+go run ./hack/gen-cli-docs --output docs/cli-reference.md

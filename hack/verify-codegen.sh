@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-paths=(pkg/apis config/crds config/exports config/workload-crds docs/api-reference.md)
+paths=(pkg/apis config/crds config/exports config/workload-crds docs/api-reference.md docs/cli-reference.md)
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 tar --exclude=./bin --exclude=./.git --exclude=./_output -cf - . | tar -C "$scratch" -xf -

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	kcpkubernetesclientset "github.com/kcp-dev/client-go/kubernetes"
 	"github.com/kcp-dev/logicalcluster/v3"
@@ -41,7 +42,7 @@ func newEnsureCommand(o *Options) *cobra.Command {
 func newEnsureWorkspaceCommand(o *Options, verb, what, does string, exportNames ...string) *cobra.Command {
 	return &cobra.Command{
 		Use:   verb + " <workspace path>",
-		Short: "Make sure a " + what + " exists",
+		Short: "Make sure " + article(what) + " " + what + " exists",
 		Long: fmt.Sprintf(`ensure %s makes sure the workspace at the given path (e.g. root:%s) exists, creating missing
 parent workspaces, and %s,
 from the edge service provider workspace (--espw). Run "kubectl edge init" first.`, verb, verb, does),
@@ -125,4 +126,12 @@ func grantController(ctx context.Context, kcp kcpclientset.ClusterInterface, bas
 		return fmt.Errorf("granting edge-controller-manager its rights in %s: %w", path, err)
 	}
 	return nil
+}
+
+// article is "an" before a vowel, "a" otherwise.
+func article(word string) string {
+	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an"
+	}
+	return "a"
 }

@@ -115,12 +115,7 @@ With --output-file the output goes to a file of mode 0600. Run again, it prints 
 	o.addIMWFlag(cmd, &p.imw)
 	cmd.Flags().StringVar(&p.output, "output-file", "", "write to this file (mode 0600) instead of stdout")
 	cmd.Flags().StringVarP(&p.format, "output", "o", "yaml", "output format: yaml, the only one (to write a file, use --output-file)")
-	image, published := version.Image("edge-syncer", version.Version)
-	imageHelp := "edge-syncer container image (default: this release's, " + image + ")"
-	if !published {
-		imageHelp = fmt.Sprintf("edge-syncer container image; required, as this kubectl-edge (%s) is not a release, whose image would be published", version.Version)
-	}
-	cmd.Flags().StringVar(&p.syncerImage, "syncer-image", "", imageHelp)
+	cmd.Flags().StringVar(&p.syncerImage, "syncer-image", "", "edge-syncer container image (default: the image of this kubectl-edge's release, "+version.ImageRepo+"/edge-syncer:<version>; required for a development build)")
 	cmd.Flags().StringVar(&p.syncerNamespace, "syncer-namespace", DefaultSyncerNamespace, "namespace of the edge cluster that the syncer runs in")
 	cmd.Flags().BoolVar(&p.kubeconfigOnly, "kubeconfig-only", false, "print only the kubeconfig of the mailbox")
 	return cmd

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/version"
 	"github.com/kcp-dev/edge-mc/pkg/workspaces"
 )
 
@@ -55,6 +56,11 @@ Kubernetes clusters. It talks to kcp with your kubeconfig, as kubectl does (--ku
 			return nil
 		},
 	}
+	// cobra prints the template for --version. The flag is declared here so that cobra does not
+	// add -v for it: in kubectl, -v is the log verbosity.
+	cmd.Version = version.Version
+	cmd.SetVersionTemplate(version.String("kubectl-edge") + "\n")
+	cmd.Flags().Bool("version", false, "print the version and exit (kubectl edge version also shows the fleet's)")
 	cmd.SetOut(streams.Out)
 	cmd.SetErr(streams.ErrOut)
 	o.Config.AddFlags(cmd.PersistentFlags())
