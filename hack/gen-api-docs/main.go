@@ -52,7 +52,7 @@ func Render(crds []*apiextensionsv1.CustomResourceDefinition) []byte {
 	b.WriteString("# API reference\n\n")
 	b.WriteString("Every kind and field of the `edge.kcp.io` API, generated from the Go types in\n")
 	b.WriteString("`pkg/apis/edge/v1alpha1/` (through the CRDs in `config/crds/`). [The API](api.md) says where each\n")
-	b.WriteString("kind lives and how the API is served; [operations](operations.md#conditions) what each condition means.\n\n")
+	b.WriteString("kind lives and how the API is served; [conditions](conditions.md) what each condition means.\n\n")
 	for _, crd := range crds {
 		fmt.Fprintf(&b, "- [%s](#%s)\n", crd.Spec.Names.Kind, strings.ToLower(crd.Spec.Names.Kind))
 	}

@@ -62,7 +62,7 @@
 // bin/kcp (make tools) and builds edge-mc's commands from the current tree. -keep leaves the
 // fleet running for profiling until interrupted (the bare kcp is then not measured); -profile
 // DIR saves CPU profiles of both kcp servers, edge-controller-manager and the syncers'
-// process, taken from the start of the fan-out, of the update and of the idle window. See docs/performance.md.
+// process, taken from the start of the fan-out, of the update and of the idle window. See docs/dev/performance.md.
 package main
 
 import (

@@ -34,7 +34,7 @@
 // It prints a markdown table on stdout, progress on stderr, and the figures as JSON with -json.
 // Figures are reported, never asserted. Run it with `make bench-rollout` or
 // `go run ./test/bench/rollout -n 1000`; it needs bin/kcp (make tools) and builds
-// edge-controller-manager from this tree. See docs/performance.md.
+// edge-controller-manager from this tree. See docs/dev/performance.md.
 package main
 
 import (
