@@ -9,12 +9,6 @@ import (
 
 const root = "../.."
 
-// pendingLinks are links that wait on an edit of a page made elsewhere; each says why. A
-// tolerated link is logged, never an error.
-var pendingLinks = map[string]string{
-	"docs/development.md -> performance.md": "docs/development.md still links the benchmark records at their old path; they are at dev/performance.md",
-}
-
 // TestRepositoryLinks checks every relative link of README.md and of every page under docs/.
 func TestRepositoryLinks(t *testing.T) {
 	pages := []string{"README.md"}
@@ -34,23 +28,9 @@ func TestRepositoryLinks(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, pr := range problems {
-			if why := pending(p, pr); why != "" {
-				t.Logf("tolerated for now: %s (%s)", pr, why)
-				continue
-			}
 			t.Error(pr)
 		}
 	}
-}
-
-func pending(page, problem string) string {
-	for k, why := range pendingLinks {
-		from, to, _ := strings.Cut(k, " -> ")
-		if page == from && strings.Contains(problem, ": links "+to+",") {
-			return why
-		}
-	}
-	return ""
 }
 
 // TestRepositoryFigures checks the performance figures of the user docs against the records.
