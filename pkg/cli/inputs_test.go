@@ -46,9 +46,9 @@ current-context: c
 		{[]string{"rollout", "pause"}, []string{"missing <placement>"}},
 		{[]string{"rollout", "resume", "a", "b"}, []string{`unexpected argument "b"`}},
 		{[]string{"rollout", "history"}, []string{"missing <placement>"}},
-		{[]string{"rollout", "status", "web", "-o", "wide"}, []string{"-o wide", "json and yaml"}},
+		{[]string{"rollout", "status", "web", "-o", "table"}, []string{"-o table", "json, yaml, wide and name"}},
 		{[]string{"rollout", "status", "web", "-w", "-o", "json"}, []string{"-o json with -w", "drop one"}},
-		{[]string{"rollout", "history", "web", "-o", "table"}, []string{"-o table", "json and yaml"}},
+		{[]string{"rollout", "history", "web", "-o", "jsonpath"}, []string{"-o jsonpath", "json, yaml, wide and name"}},
 		// Workspace paths.
 		{[]string{"init", "--espw", "root:Edge_SP"}, []string{`--espw: "root:Edge_SP" is not a workspace path`, "for example root:edge:imw"}},
 		{[]string{"ensure", "wmw", "Root:wmw"}, []string{`"Root:wmw" is not a workspace path`}},

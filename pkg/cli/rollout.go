@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -16,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/dynamic"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
@@ -48,7 +50,7 @@ placement's spec.rollout and status.rollout instead.`,
 		Args:              positional([]string{"<placement>"}, 0),
 		ValidArgsFunction: o.placementArg(&ro.wmw),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutputFormat(ro.output); err != nil {
+			if err := checkRolloutFormat(ro.output); err != nil {
 				return err
 			}
 			if ro.output != "" && ro.watch {
@@ -64,7 +66,7 @@ placement's spec.rollout and status.rollout instead.`,
 		},
 	}
 	status.Flags().BoolVarP(&ro.watch, "watch", "w", false, "follow the rollout with a progress bar until it completes (exit 0) or stalls (exit 1)")
-	status.Flags().StringVarP(&ro.output, "output", "o", "", "output format: json or yaml (default: a line)")
+	status.Flags().StringVarP(&ro.output, "output", "o", "", "output format: json, yaml, wide (each stage's selector, bound and gate) or name (default: a line and the stages)")
 	pause := &cobra.Command{
 		Use:   "pause <placement>",
 		Short: "Pause a placement's rollout: no destination gets a version it does not have yet",
@@ -119,7 +121,7 @@ placement's spec.rollout and status.rollout instead.`,
 		Args:              positional([]string{"<placement>"}, 0),
 		ValidArgsFunction: o.placementArg(&ro.wmw),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutputFormat(ro.output); err != nil {
+			if err := checkRolloutFormat(ro.output); err != nil {
 				return err
 			}
 			ctx, cancel := o.context(cmd)
@@ -132,13 +134,16 @@ placement's spec.rollout and status.rollout instead.`,
 			if err != nil {
 				return err
 			}
-			if ro.output != "" {
-				return printAs(ro.Out, ro.output, historyView(where, p))
+			switch ro.output {
+			case "name":
+				return printName(ro.Out, p)
+			case "", "wide":
+				return printHistory(ro.Out, p, ro.output == "wide")
 			}
-			return printHistory(ro.Out, p)
+			return printAs(ro.Out, ro.output, historyView(where, p))
 		},
 	}
-	history.Flags().StringVarP(&ro.output, "output", "o", "", "output format: json or yaml (default: a table)")
+	history.Flags().StringVarP(&ro.output, "output", "o", "", "output format: json, yaml, wide (with how long each revision took) or name (default: a table)")
 	cmd.AddCommand(status, pause, resume, history)
 	return cmd
 }
@@ -195,10 +200,13 @@ func (ro *statusOptions) rolloutStatus(ctx context.Context, name string) error {
 		if err != nil {
 			return err
 		}
-		if ro.output != "" {
-			return printAs(ro.Out, ro.output, rolloutView(where, p))
+		switch ro.output {
+		case "name":
+			return printName(ro.Out, p)
+		case "", "wide":
+			return printRollout(ro.Out, p, ro.output == "wide")
 		}
-		return printRollout(ro.Out, p)
+		return printAs(ro.Out, ro.output, rolloutView(where, p))
 	}
 	last := ""
 	for {
@@ -301,7 +309,22 @@ func rolloutLine(p *edgev1alpha1.EdgePlacement) (line string, done bool, stalled
 	return line, current(c) && c.Status == metav1.ConditionTrue, ""
 }
 
-func printRollout(out io.Writer, p *edgev1alpha1.EdgePlacement) error {
+// checkRolloutFormat refuses an -o that rollout status and history do not print.
+func checkRolloutFormat(format string) error {
+	switch format {
+	case "", "json", "yaml", "wide", "name":
+		return nil
+	}
+	return fmt.Errorf("-o %s: the output formats are json, yaml, wide and name (or none)", format)
+}
+
+// printName prints the placement as kubectl's -o name does.
+func printName(out io.Writer, p *edgev1alpha1.EdgePlacement) error {
+	_, err := fmt.Fprintf(out, "edgeplacement.%s/%s\n", edgev1alpha1.SchemeGroupVersion.Group, p.Name)
+	return err
+}
+
+func printRollout(out io.Writer, p *edgev1alpha1.EdgePlacement, wide bool) error {
 	line, _, stalled := rolloutLine(p)
 	fmt.Fprintln(out, line)
 	if stalled != "" {
@@ -315,24 +338,75 @@ func printRollout(out io.Writer, p *edgev1alpha1.EdgePlacement) error {
 		fmt.Fprintf(out, "waiting at the pause gate after stage %s: kubectl edge rollout resume %s\n", r.PausedAt, p.Name)
 	}
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "STAGE\tDESTINATIONS\tUPDATED\tIN FLIGHT\tFAILED\tWAITING")
+	header := "STAGE\tDESTINATIONS\tUPDATED\tIN FLIGHT\tFAILED\tWAITING"
+	if wide {
+		header += "\tSELECTOR\tMAX IN FLIGHT\tGATE"
+	}
+	fmt.Fprintln(w, header)
 	for _, s := range r.Stages {
 		name := s.Name
 		if name == "" {
 			name = "(no stage)"
 		}
-		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\n", name, s.Destinations, s.Updated, s.InFlight, s.Failed, s.Waiting)
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d", name, s.Destinations, s.Updated, s.InFlight, s.Failed, s.Waiting)
+		if wide {
+			fmt.Fprintf(w, "\t%s", stageSpec(p.Spec.Rollout, s.Name))
+		}
+		fmt.Fprintln(w)
 	}
 	return w.Flush()
 }
 
-func printHistory(out io.Writer, p *edgev1alpha1.EdgePlacement) error {
+// stageSpec is what spec.rollout says of the named stage, for -o wide: its selector, its
+// maxInFlight (or the rollout's) and whether a pause gate follows it. The unnamed stage holds the
+// destinations no stage selects.
+func stageSpec(r *edgev1alpha1.RolloutStrategy, name string) string {
+	bound := func(v *intstr.IntOrString) string {
+		if v == nil {
+			return "-"
+		}
+		return v.String()
+	}
+	for _, st := range r.Stages {
+		if st.Name != name {
+			continue
+		}
+		var sel []string
+		for k, v := range st.Selector.MatchLabels {
+			sel = append(sel, k+"="+v)
+		}
+		sort.Strings(sel)
+		if len(st.Selector.MatchExpressions) > 0 {
+			sel = append(sel, fmt.Sprintf("+%d expressions", len(st.Selector.MatchExpressions)))
+		}
+		selector := strings.Join(sel, ",")
+		if selector == "" {
+			selector = "(all)"
+		}
+		maxInFlight := r.MaxInFlight
+		if st.MaxInFlight != nil {
+			maxInFlight = st.MaxInFlight
+		}
+		gate := "-"
+		if st.Pause {
+			gate = "pause"
+		}
+		return selector + "\t" + bound(maxInFlight) + "\t" + gate
+	}
+	return "(the rest)\t" + bound(r.MaxInFlight) + "\t-"
+}
+
+func printHistory(out io.Writer, p *edgev1alpha1.EdgePlacement, wide bool) error {
 	if p.Status.Rollout == nil || len(p.Status.Rollout.History) == 0 {
 		fmt.Fprintf(out, "EdgePlacement %s has no rollout history yet\n", p.Name)
 		return nil
 	}
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "REVISION\tPUBLISHED\tCOMPLETED")
+	if wide {
+		fmt.Fprintln(w, "REVISION\tPUBLISHED\tCOMPLETED\tTOOK")
+	} else {
+		fmt.Fprintln(w, "REVISION\tPUBLISHED\tCOMPLETED")
+	}
 	for i, h := range p.Status.Rollout.History {
 		published, completed := "-", "superseded"
 		if i == 0 {
@@ -343,6 +417,14 @@ func printHistory(out io.Writer, p *edgev1alpha1.EdgePlacement) error {
 		}
 		if h.CompletedTime != nil {
 			completed = h.CompletedTime.UTC().Format(time.RFC3339)
+		}
+		if wide {
+			took := "-"
+			if h.PublishedTime != nil && h.CompletedTime != nil {
+				took = h.CompletedTime.Sub(h.PublishedTime.Time).Round(time.Second).String()
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", h.Revision, published, completed, took)
+			continue
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\n", h.Revision, published, completed)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -43,7 +44,7 @@ func TestRolloutLine(t *testing.T) {
 		t.Errorf("not done with RolloutComplete True")
 	}
 	var out bytes.Buffer
-	if err := printRollout(&out, p); err != nil || !strings.Contains(out.String(), "canary") || !strings.Contains(out.String(), "(no stage)") {
+	if err := printRollout(&out, p, false); err != nil || !strings.Contains(out.String(), "canary") || !strings.Contains(out.String(), "(no stage)") {
 		t.Errorf("printRollout: %v\n%s", err, out.String())
 	}
 }
@@ -63,7 +64,7 @@ func TestPrintHistory(t *testing.T) {
 	now := metav1.Now()
 	p.Status.Rollout.History = []edgev1alpha1.RevisionHistory{{Revision: "abc", PublishedTime: &now}, {Revision: "old", PublishedTime: &now, CompletedTime: &now}}
 	var out bytes.Buffer
-	if err := printHistory(&out, p); err != nil || !strings.Contains(out.String(), "in progress") || !strings.Contains(out.String(), "old") {
+	if err := printHistory(&out, p, false); err != nil || !strings.Contains(out.String(), "in progress") || !strings.Contains(out.String(), "old") {
 		t.Errorf("printHistory: %v\n%s", err, out.String())
 	}
 }
@@ -101,5 +102,42 @@ func TestRolloutAndHistoryViews(t *testing.T) {
 	out.Reset()
 	if err := printAs(&out, "json", historyView("root:wmw", p)); err != nil || !strings.Contains(out.String(), `"history": []`) {
 		t.Errorf("rollout history -o json of a placement with no history: %v\n%s", err, out.String())
+	}
+}
+
+// TestRolloutWideAndName: -o wide adds each stage's selector, bound and gate from spec.rollout,
+// and each revision's duration; -o name prints the placement as kubectl does.
+func TestRolloutWideAndName(t *testing.T) {
+	p := rolloutPlacement()
+	p.Spec.Rollout.Stages = []edgev1alpha1.RolloutStage{{Name: "canary", Selector: edgev1alpha1.LabelSelector{MatchLabels: map[string]string{"ring": "canary"}}, MaxInFlight: ptr.To(intstr.FromInt32(1)), Pause: true}}
+	var out bytes.Buffer
+	if err := printRollout(&out, p, true); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	fields := func(l string) string { return strings.Join(strings.Fields(l), " ") }
+	if got := fields(lines[len(lines)-3]); !strings.HasSuffix(got, "SELECTOR MAX IN FLIGHT GATE") {
+		t.Errorf("-o wide header: %q\n%s", got, out.String())
+	}
+	if got := fields(lines[len(lines)-2]); got != "canary 2 2 0 0 0 ring=canary 1 pause" {
+		t.Errorf("-o wide, the canary stage: %q", got)
+	}
+	if got := fields(lines[len(lines)-1]); got != "(no stage) 8 3 2 0 3 (the rest) 2 -" {
+		t.Errorf("-o wide, the rest: %q", got)
+	}
+
+	published := metav1.NewTime(time.Date(2026, 11, 28, 20, 0, 0, 0, time.UTC))
+	completed := metav1.NewTime(published.Add(4*time.Minute + 12*time.Second))
+	p.Status.Rollout.History = []edgev1alpha1.RevisionHistory{{Revision: "abc", PublishedTime: &published}, {Revision: "old", PublishedTime: &published, CompletedTime: &completed}}
+	out.Reset()
+	if err := printHistory(&out, p, true); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "TOOK") || !strings.Contains(fields(out.String()), "old 2026-11-28T20:00:00Z 2026-11-28T20:04:12Z 4m12s") {
+		t.Errorf("rollout history -o wide:\n%s", out.String())
+	}
+	out.Reset()
+	if err := printName(&out, p); err != nil || out.String() != "edgeplacement.edge.kcp.io/web\n" {
+		t.Errorf("-o name: %v %q", err, out.String())
 	}
 }
