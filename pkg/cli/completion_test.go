@@ -2,8 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -42,16 +40,7 @@ func TestCompletionScripts(t *testing.T) {
 // TestCompletionWithoutKCP: with kcp unreachable, completing a name fails at once (the shell
 // shows nothing) instead of hanging; completing a workspace path offers root: to begin with.
 func TestCompletionWithoutKCP(t *testing.T) {
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1/clusters/root:wmw"}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: c, context: {cluster: c, user: u}}]
-current-context: c
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := unreachableKubeconfig(t, "https://127.0.0.1:1/clusters/root:wmw")
 	start := time.Now()
 	out, err := runEdge(t, "__complete", "--kubeconfig", kubeconfig, "rollout", "status", "")
 	if err != nil || !strings.HasSuffix(strings.TrimSpace(out), ":1") || time.Since(start) > completionTimeout {

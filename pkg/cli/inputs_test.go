@@ -15,16 +15,7 @@ import (
 // port where nothing listens: every case here must be caught before kcp is asked anything, and
 // the last cases show what a user sees when kcp cannot be reached.
 func TestWrongInputs(t *testing.T) {
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: c, context: {cluster: c, user: u}}]
-current-context: c
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := unreachableKubeconfig(t, "https://127.0.0.1:1")
 	tokenFile := filepath.Join(t.TempDir(), "empty-token")
 	if err := os.WriteFile(tokenFile, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -121,16 +112,7 @@ func TestNamespaceFlag(t *testing.T) {
 		t.Errorf("kubectl edge status --help shows --namespace:\n%s", help.String())
 	}
 
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1/clusters/root:wmw"}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: c, context: {cluster: c, user: u}}]
-current-context: c
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := unreachableKubeconfig(t, "https://127.0.0.1:1/clusters/root:wmw")
 	var out, errOut bytes.Buffer
 	cmd = NewCommand(genericiooptions.IOStreams{Out: &out, ErrOut: &errOut})
 	cmd.SetArgs([]string{"--kubeconfig", kubeconfig, "status", "-n", "team-a"})
@@ -149,16 +131,7 @@ current-context: c
 // kubeconfig's current workspace, as status does for --wmw, and an error says where it went and
 // why; remove location still needs --imw.
 func TestIMWDefaultsToCurrentWorkspace(t *testing.T) {
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1/clusters/root:edge:imw"}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: c, context: {cluster: c, user: u}}]
-current-context: c
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := unreachableKubeconfig(t, "https://127.0.0.1:1/clusters/root:edge:imw")
 	for _, args := range [][]string{{"ensure", "location", "edge-1"}, {"prep-for-syncer", "edge-1", "--kubeconfig-only"}, {"status", "--target", "edge-1"}} {
 		var out, errOut bytes.Buffer
 		cmd := NewCommand(genericiooptions.IOStreams{Out: &out, ErrOut: &errOut})
@@ -179,4 +152,22 @@ current-context: c
 	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), `required flag(s) "imw" not set`) {
 		t.Errorf("kubectl edge remove location edge-1 without --imw: want it refused for the missing --imw, got %v", err)
 	}
+}
+
+// unreachableKubeconfig writes a kubeconfig whose server, at the given URL, is a port where
+// nothing listens (127.0.0.1:1): what a command asks of kcp fails at once, with "connection
+// refused", and a test sees what was checked before and what the error says.
+func unreachableKubeconfig(t *testing.T, server string) string {
+	t.Helper()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "`+server+`"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return kubeconfig
 }

@@ -3,8 +3,6 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -26,16 +24,7 @@ func TestVersionClient(t *testing.T) {
 // TestVersionWithoutKCP: kcp unreachable, version still prints the client's, and fails naming
 // what it could not read.
 func TestVersionWithoutKCP(t *testing.T) {
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1/clusters/root:imw"}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: c, context: {cluster: c, user: u}}]
-current-context: c
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := unreachableKubeconfig(t, "https://127.0.0.1:1/clusters/root:imw")
 	var out, errOut bytes.Buffer
 	cmd := NewCommand(genericiooptions.IOStreams{Out: &out, ErrOut: &errOut})
 	cmd.SetArgs([]string{"--kubeconfig", kubeconfig, "version"})
