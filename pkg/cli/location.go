@@ -216,27 +216,17 @@ type inventoryClients struct {
 //
 // Without --imw (imw ""), it is the kubeconfig's current workspace, and an error says so.
 func (o *Options) inventory(ctx context.Context, imw string) (*inventoryClients, error) {
-	kcp, base, err := o.kcpClient()
+	kcp, _, err := o.kcpClient()
 	if err != nil {
 		return nil, err
 	}
-	var path logicalcluster.Path
+	base, path, fromKubeconfig, err := o.imwPath(imw)
+	if err != nil {
+		return nil, err
+	}
 	current := ""
-	if imw == "" {
-		cfg, err := o.restConfig()
-		if err != nil {
-			return nil, err
-		}
-		_, cur := workspaces.Split(cfg)
-		if cur.Empty() {
-			return nil, fmt.Errorf("no --imw given, and the kubeconfig's server %s names no workspace: give the inventory workspace, e.g. --imw root:imw", cfg.Host)
-		}
-		if path, err = workspaces.ParsePath(cur.String()); err != nil {
-			return nil, fmt.Errorf("no --imw given, and the kubeconfig's current workspace, %s, cannot be an inventory workspace: give one, e.g. --imw root:imw", cur)
-		}
+	if fromKubeconfig {
 		current = " (the kubeconfig's current workspace, as no --imw was given)"
-	} else if path, err = workspaces.ParsePath(imw); err != nil {
-		return nil, fmt.Errorf("--imw: %w", err)
 	}
 	cfg := workspaces.ConfigFor(base, path)
 	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
@@ -267,6 +257,29 @@ func (o *Options) inventory(ctx context.Context, imw string) (*inventoryClients,
 		syncTargets: client.Resource(syncTargetsGVR),
 		locations:   client.Resource(locationsGVR),
 	}, nil
+}
+
+// imwPath is the inventory workspace that --imw names, or without it (imw "") the kubeconfig's
+// current workspace (fromKubeconfig), with the config of the server's base URL.
+func (o *Options) imwPath(imw string) (base *rest.Config, path logicalcluster.Path, fromKubeconfig bool, err error) {
+	cfg, err := o.restConfig()
+	if err != nil {
+		return nil, path, false, err
+	}
+	base, current := workspaces.Split(cfg)
+	if imw != "" {
+		if path, err = workspaces.ParsePath(imw); err != nil {
+			return nil, path, false, fmt.Errorf("--imw: %w", err)
+		}
+		return base, path, false, nil
+	}
+	if current.Empty() {
+		return nil, path, false, fmt.Errorf("no --imw given, and the kubeconfig's server %s names no workspace: give the inventory workspace, e.g. --imw root:imw", cfg.Host)
+	}
+	if path, err = workspaces.ParsePath(current.String()); err != nil {
+		return nil, path, false, fmt.Errorf("no --imw given, and the kubeconfig's current workspace, %s, cannot be an inventory workspace: give one, e.g. --imw root:imw", current)
+	}
+	return base, path, true, nil
 }
 
 // ensureIMWHint is the command that makes path an inventory workspace.

@@ -50,7 +50,7 @@ placement's spec.rollout and status.rollout instead.`,
 		Args:              positional([]string{"<placement>"}, 0),
 		ValidArgsFunction: o.placementArg(&ro.wmw),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkRolloutFormat(ro.output); err != nil {
+			if err := checkOutputFormat(ro.output, "json", "yaml", "wide", "name"); err != nil {
 				return err
 			}
 			if ro.output != "" && ro.watch {
@@ -121,7 +121,7 @@ placement's spec.rollout and status.rollout instead.`,
 		Args:              positional([]string{"<placement>"}, 0),
 		ValidArgsFunction: o.placementArg(&ro.wmw),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkRolloutFormat(ro.output); err != nil {
+			if err := checkOutputFormat(ro.output, "json", "yaml", "wide", "name"); err != nil {
 				return err
 			}
 			ctx, cancel := o.context(cmd)
@@ -307,15 +307,6 @@ func rolloutLine(p *edgev1alpha1.EdgePlacement) (line string, done bool, stalled
 	}
 	c := meta.FindStatusCondition(p.Status.Conditions, edgev1alpha1.PlacementRolloutComplete)
 	return line, current(c) && c.Status == metav1.ConditionTrue, ""
-}
-
-// checkRolloutFormat refuses an -o that rollout status and history do not print.
-func checkRolloutFormat(format string) error {
-	switch format {
-	case "", "json", "yaml", "wide", "name":
-		return nil
-	}
-	return fmt.Errorf("-o %s: the output formats are json, yaml, wide and name (or none)", format)
 }
 
 // printName prints the placement as kubectl's -o name does.

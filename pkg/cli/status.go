@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -59,10 +60,8 @@ workspaces under the ESPW).`,
 		Args:              positional(nil, 1),
 		ValidArgsFunction: o.placementArg(&so.wmw),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if so.output != "wide" && so.output != "name" {
-				if err := checkOutputFormat(so.output); err != nil {
-					return fmt.Errorf("-o %s: the output formats are json, yaml, wide and name (or none, for the table)", so.output)
-				}
+			if err := checkOutputFormat(so.output, "json", "yaml", "wide", "name"); err != nil {
+				return err
 			}
 			if so.target != "" && (so.output == "wide" || so.output == "name") {
 				return fmt.Errorf("-o %s with --target: the formats of --target are json and yaml (or none, for the table)", so.output)
@@ -417,12 +416,13 @@ func oneLine(s string, max int) string {
 	return s
 }
 
-// checkOutputFormat refuses an -o that is not json or yaml ("" is the table).
-func checkOutputFormat(format string) error {
-	if format != "" && format != "json" && format != "yaml" {
-		return fmt.Errorf("-o %s: the output formats are json and yaml (or none, for the table)", format)
+// checkOutputFormat refuses an -o that is not one of formats ("" is the verb's default output).
+func checkOutputFormat(format string, formats ...string) error {
+	if format == "" || slices.Contains(formats, format) {
+		return nil
 	}
-	return nil
+	list := strings.Join(formats[:len(formats)-1], ", ") + " and " + formats[len(formats)-1]
+	return fmt.Errorf("-o %s: the output formats are %s (or none, for the default)", format, list)
 }
 
 func printAs(out io.Writer, format string, v any) error {

@@ -82,7 +82,7 @@ With -o json or yaml it prints the same for scripts.`,
   kubectl edge version --imw root:imw -o json`,
 		Args: positional(nil, 0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutputFormat(vo.output); err != nil {
+			if err := checkOutputFormat(vo.output, "json", "yaml"); err != nil {
 				return err
 			}
 			ctx, cancel := o.context(cmd)
@@ -160,19 +160,9 @@ func (vo *versionOptions) controllers(ctx context.Context) ([]controllerVersion,
 
 // syncers counts the SyncTargets of the inventory workspace by their syncer's version.
 func (vo *versionOptions) syncers(ctx context.Context) (*syncerVersions, error) {
-	cfg, err := vo.restConfig()
+	base, path, _, err := vo.imwPath(vo.imw)
 	if err != nil {
 		return nil, err
-	}
-	base, current := workspaces.Split(cfg)
-	path := current
-	if vo.imw != "" {
-		if path, err = workspaces.ParsePath(vo.imw); err != nil {
-			return nil, fmt.Errorf("--imw: %w", err)
-		}
-	}
-	if path.Empty() {
-		return nil, fmt.Errorf("no --imw given, and the kubeconfig's server %s names no workspace: give the inventory workspace, e.g. --imw root:imw", cfg.Host)
 	}
 	client, err := dynamic.NewForConfig(workspaces.ConfigFor(base, path))
 	if err != nil {
