@@ -31,6 +31,10 @@ func TestCenterHasTwoShards(t *testing.T) {
 		t.Fatalf("root lists %d Shards (%v), want 2", len(shards.Items), names)
 	}
 	ws := framework.NewWorkspace(t)
+	// A fresh deadline: making the workspace can take most of a minute on a loaded machine, and
+	// the first one ran out while the workspace, not the listing, was being made (CI, stop 45).
+	ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	if _, err := s.KubeClient(t, ws).CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{}); err != nil {
 		t.Fatalf("listing ConfigMaps in %s through the front-proxy: %v", ws, err)
 	}
