@@ -436,15 +436,3 @@ func AsUnstructured(obj any) *unstructured.Unstructured {
 	u, _ := obj.(*unstructured.Unstructured)
 	return u
 }
-
-// LogRetry logs why a controller's reconcile failed, before the key is retried: a right that
-// edge-controller-manager's identity lacks is no passing trouble, and is said where an operator
-// looks, with what grants it (kubectl edge init grants what this version needs); anything else
-// at -v=2.
-func LogRetry(logger klog.Logger, err error) {
-	if apierrors.IsForbidden(err) {
-		logger.Error(err, "edge-controller-manager's identity lacks a right; run this version's kubectl edge init (and kubectl edge ensure wmw) again to grant it; will retry")
-		return
-	}
-	logger.V(2).Info("will retry", "err", err.Error())
-}

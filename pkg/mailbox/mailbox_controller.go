@@ -42,6 +42,7 @@ import (
 	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/controllerkit"
 	"github.com/kcp-dev/edge-mc/pkg/espw"
 )
 
@@ -97,7 +98,7 @@ const DefaultMaxSetups = 64
 // Controller is the mailbox controller. Create it with NewController and run it with Start.
 type Controller struct {
 	cfg   Config
-	queue workqueue.TypedRateLimitingInterface[queueKey]
+	queue *controllerkit.Queue[queueKey]
 
 	syncTargets espw.SharedInformer
 	mailboxes   cache.SharedIndexInformer
@@ -143,9 +144,8 @@ func NewController(cfg Config) (*Controller, error) {
 		cfg.HeartbeatGracePeriod = DefaultHeartbeatGracePeriod
 	}
 	c := &Controller{
-		cfg: cfg,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[queueKey](),
-			workqueue.TypedRateLimitingQueueConfig[queueKey]{Name: ControllerName}),
+		cfg:      cfg,
+		queue:    controllerkit.NewQueue[queueKey](controllerkit.Options{Name: ControllerName, Workers: cfg.Workers}),
 		contents: map[types.UID]contentsStage{},
 		setups:   map[string]time.Time{},
 		fresh:    map[string]bool{},
@@ -272,18 +272,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	logger.Info("caches synced; starting workers", "workers", c.cfg.Workers)
 	// Mailboxes left behind while the controller was away are found by the informer's initial
 	// list: every mailbox workspace was queued for the orphan check.
-	var wg sync.WaitGroup
-	for range c.cfg.Workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for c.processNext(ctx) {
-			}
-		}()
-	}
-	<-ctx.Done()
-	c.queue.ShutDown()
-	wg.Wait()
+	c.queue.Run(ctx, c.process)
 	return nil
 }
 
@@ -293,32 +282,20 @@ func (c *Controller) HasSynced() bool {
 	return c.syncTargets.HasSynced() && c.mailboxes.HasSynced()
 }
 
-func (c *Controller) processNext(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	logger := klog.FromContext(ctx)
-	var err error
-	var requeueAfter time.Duration
+// process reconciles one key; the kit retries it if it fails.
+func (c *Controller) process(ctx context.Context, key queueKey) (time.Duration, error) {
 	if key.mailbox != "" {
-		logger = logger.WithValues("mailbox", key.mailbox)
-		err = c.checkOrphan(klog.NewContext(ctx, logger), key.mailbox)
-	} else {
-		logger = logger.WithValues("key", key.syncTarget)
-		requeueAfter, err = c.reconcileKey(klog.NewContext(ctx, logger), key.syncTarget)
+		return 0, c.checkOrphan(klog.NewContext(ctx, klog.FromContext(ctx).WithValues("mailbox", key.mailbox)), key.mailbox)
 	}
-	if err != nil {
-		logger.Error(err, "reconcile failed; will retry")
-		c.queue.AddRateLimited(key)
-		return true
+	return c.reconcileKey(klog.NewContext(ctx, klog.FromContext(ctx).WithValues("key", key.syncTarget)), key.syncTarget)
+}
+
+// String names the key in the kit's logs.
+func (k queueKey) String() string {
+	if k.mailbox != "" {
+		return "mailbox " + k.mailbox
 	}
-	c.queue.Forget(key)
-	if requeueAfter > 0 {
-		c.queue.AddAfter(key, requeueAfter)
-	}
-	return true
+	return "SyncTarget " + k.syncTarget
 }
 
 // reconcileKey reconciles the SyncTarget with the given cluster-aware key.

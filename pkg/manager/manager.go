@@ -30,6 +30,7 @@ import (
 	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/controllerkit"
 	"github.com/kcp-dev/edge-mc/pkg/espw"
 	"github.com/kcp-dev/edge-mc/pkg/health"
 	"github.com/kcp-dev/edge-mc/pkg/mailbox"
@@ -193,9 +194,13 @@ func runRound(ctx context.Context, o Options, ready *atomic.Pointer[string]) err
 	}
 	base, _ := workspaces.Split(cfg)
 	base.UserAgent = "edge-controller-manager"
-	if base.QPS == 0 {
-		base.QPS, base.Burst = 200, 400
-	}
+	// No client-side rate limit: the writes in flight to each kcp server follow what it accepts
+	// (the controller kit's WriteLimiter: more while writes succeed, fewer on 429s and rising
+	// latency), capped by --workers; reads and watches are kcp's own to pace (its priority and
+	// fairness). Leader election has a client of its own, outside the limit.
+	base.QPS, base.Burst = -1, 0
+	electionConfig := rest.CopyConfig(base)
+	base.Wrap(controllerkit.NewWriteLimiter(controllerkit.LimiterOptions{Max: translatorWorkersPerWorker * o.Workers}).Wrap)
 	kcp, err := kcpclientset.NewForConfig(base)
 	if err != nil {
 		return err
@@ -250,11 +255,9 @@ func runRound(ctx context.Context, o Options, ready *atomic.Pointer[string]) err
 				}
 				controllers = append(controllers, runnable{name: name, start: c.Start, synced: c.HasSynced})
 			case placementtranslator.ControllerName:
-				// The translator writes as fast as kcp takes it: no client-side rate limit, and
-				// enough workers to keep kcp busy (one write per changed assemblage each).
-				writer := rest.CopyConfig(base)
-				writer.QPS, writer.Burst = -1, 0
-				admin, err := kcpdynamic.NewForConfig(writer)
+				// The translator runs enough workers to keep kcp busy (one write per changed
+				// assemblage each); the write limiter decides how many write at once.
+				admin, err := kcpdynamic.NewForConfig(base)
 				if err != nil {
 					return nil, err
 				}
@@ -343,11 +346,15 @@ func runRound(ctx context.Context, o Options, ready *atomic.Pointer[string]) err
 	}
 	standby := standingBy
 	ready.Store(&standby)
+	electionClient, err := kcpkubernetesclientset.NewForConfig(electionConfig)
+	if err != nil {
+		return err
+	}
 	// The Lease carries the holder's version in a label, for `kubectl edge version`: the lock
 	// writes it with every renewal it makes anyway, so it costs no request of its own.
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: leaseNamespace, Name: o.LeaderElectionID},
-		Client:     kube.Cluster(o.ESPW).CoordinationV1(),
+		Client:     electionClient.Cluster(o.ESPW).CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: o.Identity},
 		Labels:     map[string]string{edgev1alpha1.LeaderVersionLabel: VersionLabelValue(version.Version)},
 	}

@@ -6,7 +6,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kcp-dev/edge-mc/pkg/controllerkit"
 )
 
 // TestPlacementStatusQueuesNoMailbox: a change of a placement's status alone queues its status,
@@ -47,7 +48,7 @@ func TestPlacementStatusQueuesNoMailbox(t *testing.T) {
 		}), 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c.queue = workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[queueKey]())
+			c.queue = controllerkit.NewQueue[queueKey](controllerkit.Options{Name: "test"})
 			defer c.queue.ShutDown()
 			c.placementChanged(tc.old, tc.obj)
 			mailboxes, placements := 0, 0
@@ -58,7 +59,6 @@ func TestPlacementStatusQueuesNoMailbox(t *testing.T) {
 				} else if key.placement == (placementKey{"ws1", "p1"}) {
 					placements++
 				}
-				c.queue.Done(key)
 			}
 			if mailboxes != tc.wantMailboxes || placements != 1 {
 				t.Errorf("queued %d mailbox(es) and the placement's status %d time(s), want %d and 1", mailboxes, placements, tc.wantMailboxes)

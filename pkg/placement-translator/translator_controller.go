@@ -50,10 +50,10 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/controllerkit"
 	"github.com/kcp-dev/edge-mc/pkg/espw"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
@@ -115,7 +115,7 @@ type Config struct {
 type Controller struct {
 	cfg    Config
 	edgeVW espw.ClusterClient
-	queue  workqueue.TypedRateLimitingInterface[queueKey]
+	queue  *controllerkit.Queue[queueKey]
 
 	placements  espw.SharedInformer
 	slices      espw.SharedInformer
@@ -181,10 +181,9 @@ func NewController(cfg Config) (*Controller, error) {
 		cfg.HeartbeatInterval = DefaultHeartbeatInterval
 	}
 	c := &Controller{
-		cfg:    cfg,
-		edgeVW: cfg.Edge,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[queueKey](),
-			workqueue.TypedRateLimitingQueueConfig[queueKey]{Name: ControllerName}),
+		cfg:       cfg,
+		edgeVW:    cfg.Edge,
+		queue:     controllerkit.NewQueue[queueKey](controllerkit.Options{Name: ControllerName, Workers: cfg.Workers}),
 		mailboxes: map[string]*mailboxState{},
 		results:   newResults(),
 		rollouts:  newRolloutTracker(),
@@ -301,10 +300,7 @@ func (c *Controller) Start(ctx context.Context) error {
 			c.queue.Add(queueKey{mailbox: name})
 		}
 	}
-	for i := 0; i < c.cfg.Workers; i++ {
-		go wait.UntilWithContext(ctx, c.runWorker, time.Second)
-	}
-	<-ctx.Done()
+	c.queue.Run(ctx, c.process)
 	return nil
 }
 
@@ -318,39 +314,20 @@ func (c *Controller) HasSynced() bool {
 	return c.workload.hasSynced()
 }
 
-func (c *Controller) runWorker(ctx context.Context) {
-	for c.processNext(ctx) {
+// process reconciles one key; the kit retries it if it fails.
+func (c *Controller) process(ctx context.Context, key queueKey) (time.Duration, error) {
+	if key.mailbox != "" {
+		return c.reconcileMailbox(klog.NewContext(ctx, klog.FromContext(ctx).WithValues("mailbox", key.mailbox)), key.mailbox)
 	}
+	return c.writePlacementStatus(klog.NewContext(ctx, klog.FromContext(ctx).WithValues("placement", key.placement.String())), key.placement)
 }
 
-func (c *Controller) processNext(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
+// String names the key in the kit's logs.
+func (k queueKey) String() string {
+	if k.mailbox != "" {
+		return "mailbox " + k.mailbox
 	}
-	defer c.queue.Done(key)
-	logger := klog.FromContext(ctx)
-	var err error
-	var requeue time.Duration
-	switch {
-	case key.mailbox != "":
-		logger := logger.WithValues("mailbox", key.mailbox)
-		requeue, err = c.reconcileMailbox(klog.NewContext(ctx, logger), key.mailbox)
-	default:
-		logger := logger.WithValues("placement", key.placement.String())
-		requeue, err = c.writePlacementStatus(klog.NewContext(ctx, logger), key.placement)
-	}
-	switch {
-	case err != nil:
-		espw.LogRetry(logger, err)
-		c.queue.AddRateLimited(key)
-	case requeue > 0:
-		c.queue.Forget(key)
-		c.queue.AddAfter(key, requeue)
-	default:
-		c.queue.Forget(key)
-	}
-	return true
+	return "placement " + k.placement.String()
 }
 
 // mailboxState is what the controller remembers of one mailbox besides what the mailbox view

@@ -19,17 +19,16 @@ import (
 	"time"
 
 	"github.com/kcp-dev/logicalcluster/v3"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/controllerkit"
 	"github.com/kcp-dev/edge-mc/pkg/espw"
 )
 
@@ -63,7 +62,7 @@ type Config struct {
 // Controller is the edge scheduler. Create it with NewController and run it with Start.
 type Controller struct {
 	cfg   Config
-	queue workqueue.TypedRateLimitingInterface[queueKey]
+	queue *controllerkit.Queue[queueKey]
 
 	placements  espw.SharedInformer
 	locations   espw.SharedInformer
@@ -90,9 +89,8 @@ func NewController(cfg Config) (*Controller, error) {
 		cfg.Workers = 8
 	}
 	c := &Controller{
-		cfg: cfg,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[queueKey](),
-			workqueue.TypedRateLimitingQueueConfig[queueKey]{Name: ControllerName}),
+		cfg:    cfg,
+		queue:  controllerkit.NewQueue[queueKey](controllerkit.Options{Name: ControllerName, Workers: cfg.Workers}),
 		engine: NewEngine(),
 	}
 	newInformer := func(gvr schema.GroupVersionResource, indexers cache.Indexers) espw.SharedInformer {
@@ -235,18 +233,7 @@ func (c *Controller) Start(ctx context.Context) error {
 		return fmt.Errorf("%s controller: caches did not sync", ControllerName)
 	}
 	logger.Info("caches synced; starting workers", "workers", c.cfg.Workers)
-	var wg sync.WaitGroup
-	for range c.cfg.Workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for c.processNext(ctx) {
-			}
-		}()
-	}
-	<-ctx.Done()
-	c.queue.ShutDown()
-	wg.Wait()
+	c.queue.Run(ctx, c.process)
 	return nil
 }
 
@@ -268,30 +255,18 @@ func (c *Controller) HasSynced() bool {
 	return true
 }
 
-func (c *Controller) processNext(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	logger := klog.FromContext(ctx)
-	var err error
+// process reconciles one key; the kit retries it if it fails.
+func (c *Controller) process(ctx context.Context, key queueKey) (time.Duration, error) {
 	if key.location.Name != "" {
-		logger = logger.WithValues("location", key.location.String())
-		err = c.reconcileLocation(klog.NewContext(ctx, logger), key.location)
-	} else {
-		logger = logger.WithValues("placement", key.placement.String())
-		err = c.reconcilePlacement(klog.NewContext(ctx, logger), key.placement)
+		return 0, c.reconcileLocation(klog.NewContext(ctx, klog.FromContext(ctx).WithValues("location", key.location.String())), key.location)
 	}
-	if err != nil {
-		if apierrors.IsConflict(err) {
-			logger.V(2).Info("another controller wrote first; will look again", "err", err.Error())
-		} else {
-			logger.Error(err, "reconcile failed; will retry")
-		}
-		c.queue.AddRateLimited(key)
-		return true
+	return 0, c.reconcilePlacement(klog.NewContext(ctx, klog.FromContext(ctx).WithValues("placement", key.placement.String())), key.placement)
+}
+
+// String names the key in the kit's logs.
+func (k queueKey) String() string {
+	if k.location.Name != "" {
+		return "location " + k.location.String()
 	}
-	c.queue.Forget(key)
-	return true
+	return "placement " + k.placement.String()
 }

@@ -42,14 +42,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/controllerkit"
 	"github.com/kcp-dev/edge-mc/pkg/espw"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
@@ -125,8 +124,8 @@ type Controller struct {
 	syncTargets espw.SharedInformer
 	assemblages *assemblageWatch
 
-	placementQueue *coalescingQueue[placementKey]
-	objectQueue    *coalescingQueue[objectKey]
+	placementQueue *controllerkit.Queue[placementKey]
+	objectQueue    *controllerkit.Queue[objectKey]
 
 	// writePlacementStatus writes an EdgePlacement's status (the whole object, with its
 	// resourceVersion).
@@ -203,8 +202,8 @@ func newController(cfg Config, placements, slices, syncTargets espw.SharedInform
 		slices:         slices,
 		syncTargets:    syncTargets,
 		assemblages:    assemblages,
-		placementQueue: newCoalescingQueue[placementKey]("status-summarizer-placements", CoalescePeriod),
-		objectQueue:    newCoalescingQueue[objectKey]("status-summarizer-objects", ObjectCoalescePeriod),
+		placementQueue: controllerkit.NewQueue[placementKey](controllerkit.Options{Name: "status-summarizer-placements", Workers: cfg.Workers, Period: CoalescePeriod}),
+		objectQueue:    controllerkit.NewQueue[objectKey](controllerkit.Options{Name: "status-summarizer-objects", Workers: cfg.Workers, Period: ObjectCoalescePeriod}),
 		reported:       map[objectKey]objectReport{},
 		brokenSince:    map[placementKey]map[string]metav1.Time{},
 	}
@@ -276,11 +275,8 @@ func (c *Controller) Start(ctx context.Context) error {
 		return ctx.Err()
 	}
 	logger.Info("caches synced; summarizing")
-	for i := 0; i < c.cfg.Workers; i++ {
-		go wait.UntilWithContext(ctx, func(ctx context.Context) { runQueue(ctx, c.placementQueue, c.syncPlacement) }, time.Second)
-		go wait.UntilWithContext(ctx, func(ctx context.Context) { runQueue(ctx, c.objectQueue, c.syncObject) }, time.Second)
-	}
-	<-ctx.Done()
+	go c.objectQueue.Run(ctx, func(ctx context.Context, k objectKey) (time.Duration, error) { return 0, c.syncObject(ctx, k) })
+	c.placementQueue.Run(ctx, func(ctx context.Context, k placementKey) (time.Duration, error) { return 0, c.syncPlacement(ctx, k) })
 	return nil
 }
 
@@ -291,76 +287,6 @@ func (c *Controller) HasSynced() bool {
 	return c.placements.HasSynced() && c.slices.HasSynced() && c.syncTargets.HasSynced() && c.assemblages.hasSynced()
 }
 
-func runQueue[K comparable](ctx context.Context, q *coalescingQueue[K], sync func(context.Context, K) error) {
-	for {
-		key, quit := q.Get()
-		if quit {
-			return
-		}
-		func() {
-			defer q.Done(key)
-			if err := sync(ctx, key); err != nil {
-				klog.FromContext(ctx).V(2).Info("will retry", "key", key, "err", err.Error())
-				q.Retry(key)
-				return
-			}
-			q.Forget(key)
-		}()
-	}
-}
-
-// coalescingQueue is a rate-limited work queue that processes a key at most once per period: a
-// key added after a quiet period is processed at once, one added again sooner waits for the
-// period's end, and all additions in between make one.
-type coalescingQueue[K comparable] struct {
-	workqueue.TypedRateLimitingInterface[K]
-	period time.Duration
-	mu     sync.Mutex
-	last   map[K]time.Time
-}
-
-func newCoalescingQueue[K comparable](name string, period time.Duration) *coalescingQueue[K] {
-	return &coalescingQueue[K]{
-		TypedRateLimitingInterface: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[K](),
-			workqueue.TypedRateLimitingQueueConfig[K]{Name: name}),
-		period: period,
-		last:   map[K]time.Time{},
-	}
-}
-
-// Enqueue adds key, at once or at the end of its period.
-func (q *coalescingQueue[K]) Enqueue(key K) {
-	q.mu.Lock()
-	last, ok := q.last[key]
-	q.mu.Unlock()
-	if wait := q.period - time.Since(last); ok && wait > 0 {
-		q.AddAfter(key, wait)
-		return
-	}
-	q.Add(key)
-}
-
-// Get returns the next key and starts its period.
-func (q *coalescingQueue[K]) Get() (K, bool) {
-	key, quit := q.TypedRateLimitingInterface.Get()
-	if !quit {
-		q.mu.Lock()
-		q.last[key] = time.Now()
-		if len(q.last) > 10000 {
-			for k, t := range q.last {
-				if time.Since(t) > q.period {
-					delete(q.last, k)
-				}
-			}
-		}
-		q.mu.Unlock()
-	}
-	return key, quit
-}
-
-// Retry adds key again after the rate limiter's backoff.
-func (q *coalescingQueue[K]) Retry(key K) { q.AddRateLimited(key) }
-
 // --- events -----------------------------------------------------------------------------------
 
 func (c *Controller) placementChanged(obj any) {
@@ -369,7 +295,7 @@ func (c *Controller) placementChanged(obj any) {
 		return
 	}
 	pk := placementKey{cluster: logicalcluster.From(u).String(), name: u.GetName()}
-	c.placementQueue.Enqueue(pk)
+	c.placementQueue.Add(pk)
 	c.enqueueObjectsOf(pk)
 }
 
@@ -389,7 +315,7 @@ func (c *Controller) sliceChanged(obj any) {
 	}
 	if p := u.GetLabels()[edgev1alpha1.LabelPlacement]; p != "" {
 		pk := placementKey{cluster: logicalcluster.From(u).String(), name: p}
-		c.placementQueue.Enqueue(pk)
+		c.placementQueue.Add(pk)
 		c.enqueueObjectsOf(pk)
 	}
 }
@@ -422,11 +348,11 @@ func (c *Controller) syncTargetChanged(obj any) {
 func (c *Controller) enqueueAll() {
 	for _, obj := range c.placements.GetStore().List() {
 		if u := espw.AsUnstructured(obj); u != nil {
-			c.placementQueue.Enqueue(placementKey{cluster: logicalcluster.From(u).String(), name: u.GetName()})
+			c.placementQueue.Add(placementKey{cluster: logicalcluster.From(u).String(), name: u.GetName()})
 		}
 	}
 	for _, a := range c.assemblages.all() {
-		c.placementQueue.Enqueue(placementKey{cluster: a.Spec.Placement.Cluster, name: a.Spec.Placement.Name})
+		c.placementQueue.Add(placementKey{cluster: a.Spec.Placement.Cluster, name: a.Spec.Placement.Name})
 		for _, o := range transport.ObjectsOf(a) {
 			c.enqueueObject(a.Spec.Placement.Cluster, o)
 		}
@@ -448,7 +374,7 @@ func (c *Controller) enqueueObjectsOf(pk placementKey) {
 
 func (c *Controller) enqueueObject(cluster, object string) {
 	if k, ok := transport.ParseKey(object); ok {
-		c.objectQueue.Enqueue(objectKey{cluster: cluster, key: k})
+		c.objectQueue.Add(objectKey{cluster: cluster, key: k})
 	}
 }
 
@@ -471,7 +397,7 @@ func (c *Controller) assemblageChanged(old, obj *edgev1alpha1.Assemblage) {
 		return
 	}
 	pk := placementKey{cluster: ref.Cluster, name: ref.Name}
-	c.placementQueue.Enqueue(pk)
+	c.placementQueue.Add(pk)
 	everything := c.wantsSingletonStatus(pk)
 	before, after := transport.ObjectsOf(old), transport.ObjectsOf(obj)
 	named := make(map[string]bool, len(before)+len(after))

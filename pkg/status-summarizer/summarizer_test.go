@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/controllerkit"
 	"github.com/kcp-dev/edge-mc/pkg/espw"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
@@ -167,8 +168,8 @@ func newTestWorld(t *testing.T, assemblages []*unstructured.Unstructured, object
 	}
 	w.c = newController(Config{}, newTestInformer(cache.Indexers{}), newTestInformer(sliceIndexers()), newTestInformer(cache.Indexers{}), newAssemblageWatch(nil))
 	// No coalescing: the tests look at what each event queues.
-	w.c.placementQueue = newCoalescingQueue[placementKey]("test-placements", 0)
-	w.c.objectQueue = newCoalescingQueue[objectKey]("test-objects", 0)
+	w.c.placementQueue = controllerkit.NewQueue[placementKey](controllerkit.Options{Name: "test-placements"})
+	w.c.objectQueue = controllerkit.NewQueue[objectKey](controllerkit.Options{Name: "test-objects"})
 	synced := make(chan struct{})
 	enqueueAll := w.c.assemblages.synced
 	w.c.assemblages.synced = func() { enqueueAll(); close(synced) }
@@ -515,12 +516,10 @@ func TestAssemblageEventsQueueWhatTheyAffect(t *testing.T) {
 		for w.c.placementQueue.Len() > 0 {
 			k, _ := w.c.placementQueue.Get()
 			placements = append(placements, k.name)
-			w.c.placementQueue.Done(k)
 		}
 		for w.c.objectQueue.Len() > 0 {
 			k, _ := w.c.objectQueue.Get()
 			objects = append(objects, k.key.String())
-			w.c.objectQueue.Done(k)
 		}
 		return placements, objects
 	}
@@ -646,28 +645,6 @@ func TestTranslateObservedGeneration(t *testing.T) {
 	translateObservedGeneration(s, 5, true)
 	if _, ok := s["observedGeneration"]; ok {
 		t.Error("an observedGeneration added to a status that had none")
-	}
-}
-
-func TestCoalescingQueue(t *testing.T) {
-	q := newCoalescingQueue[string]("test", 200*time.Millisecond)
-	defer q.ShutDown()
-	q.Enqueue("a")
-	if k, _ := q.Get(); k != "a" {
-		t.Fatalf("got %q", k)
-	}
-	q.Done("a")
-	start := time.Now()
-	for i := 0; i < 100; i++ {
-		q.Enqueue("a") // a burst within the period makes one more pass, at its end
-	}
-	k, _ := q.Get()
-	q.Done(k)
-	if waited := time.Since(start); k != "a" || waited < 150*time.Millisecond {
-		t.Errorf("second pass after %v, want about the period", waited)
-	}
-	if q.Len() != 0 {
-		t.Errorf("%d more passes queued, want none", q.Len())
 	}
 }
 

@@ -32,12 +32,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/controllerkit"
 	"github.com/kcp-dev/edge-mc/pkg/espw"
 )
 
@@ -129,7 +128,7 @@ type Config struct {
 type Controller struct {
 	cfg     Config
 	caches  Caches
-	queue   workqueue.TypedRateLimitingInterface[queueKey]
+	queue   *controllerkit.Queue[queueKey]
 	sources *sources
 	results *results
 }
@@ -154,10 +153,9 @@ func NewController(cfg Config) (*Controller, error) {
 		cfg.Workers = 4
 	}
 	c := &Controller{
-		cfg:    cfg,
-		caches: cfg.Caches,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[queueKey](),
-			workqueue.TypedRateLimitingQueueConfig[queueKey]{Name: ControllerName}),
+		cfg:     cfg,
+		caches:  cfg.Caches,
+		queue:   controllerkit.NewQueue[queueKey](controllerkit.Options{Name: ControllerName, Workers: cfg.Workers}),
 		results: newResults(),
 	}
 	c.sources = newSources(c)
@@ -209,41 +207,25 @@ func (c *Controller) Start(ctx context.Context) error {
 	// that those no destination up-syncs any more after a restart go.
 	c.sources.start(ctx)
 	c.enqueueReturned("")
-	for i := 0; i < c.cfg.Workers; i++ {
-		go wait.UntilWithContext(ctx, c.runWorker, time.Second)
-	}
-	<-ctx.Done()
+	c.queue.Run(ctx, c.process)
 	return nil
 }
 
 // HasSynced says whether the caches it reads have synced.
 func (c *Controller) HasSynced() bool { return c.caches.HasSynced() }
 
-func (c *Controller) runWorker(ctx context.Context) {
-	for c.processNext(ctx) {
+// process reconciles one key; the kit retries it if it fails.
+func (c *Controller) process(ctx context.Context, key queueKey) (time.Duration, error) {
+	if key.object != (Key{}) {
+		return 0, c.reconcile(klog.NewContext(ctx, klog.FromContext(ctx).WithValues("object", key.object.String())), key.object)
 	}
+	return 0, c.writeConditions(klog.NewContext(ctx, klog.FromContext(ctx).WithValues("placement", key.placement.String())), key.placement)
 }
 
-func (c *Controller) processNext(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
+// String names the key in the kit's logs.
+func (k queueKey) String() string {
+	if k.object != (Key{}) {
+		return "object " + k.object.String()
 	}
-	defer c.queue.Done(key)
-	logger := klog.FromContext(ctx)
-	var err error
-	if key.object != (Key{}) {
-		logger = logger.WithValues("object", key.object.String())
-		err = c.reconcile(klog.NewContext(ctx, logger), key.object)
-	} else {
-		logger = logger.WithValues("placement", key.placement.String())
-		err = c.writeConditions(klog.NewContext(ctx, logger), key.placement)
-	}
-	if err != nil {
-		espw.LogRetry(logger, err)
-		c.queue.AddRateLimited(key)
-	} else {
-		c.queue.Forget(key)
-	}
-	return true
+	return "placement " + k.placement.String()
 }

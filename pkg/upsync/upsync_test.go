@@ -14,10 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kcp-dev/edge-mc/internal/informertest"
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/controllerkit"
 	"github.com/kcp-dev/edge-mc/pkg/espw"
 )
 
@@ -498,7 +498,7 @@ func TestServedResources(t *testing.T) {
 // identities of the up-synced objects in that mailbox are looked at again.
 func TestEnqueueMailbox(t *testing.T) {
 	c, inf := newTestController(t)
-	c.queue = workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[queueKey]())
+	c.queue = controllerkit.NewQueue[queueKey](controllerkit.Options{Name: "test"})
 	defer c.queue.ShutDown()
 	p := obj("edge.kcp.io/v1alpha1", "EdgePlacement", "ws1", "", "p1", nil)
 	p.Object["spec"] = map[string]any{"upsync": []any{map[string]any{"resources": []any{"configmaps"}}}}
