@@ -17,8 +17,8 @@ import (
 //     about one more write in flight per round of writes, up to Max.
 //   - A write refused with 429 (Too Many Requests) or 503, or one that fails without an
 //     answer, halves the limit, at most once per Cooldown, down to Min.
-//   - A write whose latency is more than LatencyFactor times the server's usual latency (the
-//     lowest seen lately, allowed to rise slowly) takes a tenth off the limit, at most once per
+//   - A write whose latency is more than LatencyFactor times the server's usual latency (a
+//     moving average of the last twenty or so) takes a tenth off the limit, at most once per
 //     Cooldown: the server queues what it cannot do, and more writes in flight would only queue
 //     longer.
 //
@@ -128,8 +128,9 @@ type serverLimit struct {
 	inFlight     int
 	waiters      []chan struct{}
 	lastDecrease time.Time
-	// usual is the lowest latency seen lately; it rises by 1% a write so that a server that got
-	// slower for good becomes the new usual.
+	// usual is the moving average of the accepted writes' latency (the last 20 or so weigh
+	// most): a mix of cheap and dear writes (a status against a workspace) makes it, so that only
+	// a write far slower than the mix is a signal.
 	usual time.Duration
 }
 
@@ -183,13 +184,13 @@ func (s *serverLimit) release(o outcome, latency time.Duration) {
 	case refused, failed:
 		s.decreaseLocked(now, 0.5)
 	case accepted:
-		if s.usual == 0 || latency < s.usual {
+		slow := s.opts.LatencyFactor > 0 && s.usual > 0 && latency > s.opts.LatencyFloor &&
+			float64(latency) > s.opts.LatencyFactor*float64(s.usual)
+		if s.usual == 0 {
 			s.usual = latency
 		} else {
-			s.usual += s.usual / 100
+			s.usual += (latency - s.usual) / 20
 		}
-		slow := s.opts.LatencyFactor > 0 && latency > s.opts.LatencyFloor &&
-			float64(latency) > s.opts.LatencyFactor*float64(s.usual)
 		switch {
 		case slow:
 			s.decreaseLocked(now, 0.9)

@@ -60,7 +60,19 @@ func NewMailboxFleet(t *testing.T, regions map[string]string) *Fleet {
 	return newFleet(t, regions, "mailbox")
 }
 
+// NewFleetThrough is NewFleet with edge-controller-manager reaching kcp through what through
+// makes of its kubeconfig (a RefusingProxy's Through, say).
+func NewFleetThrough(t *testing.T, regions map[string]string, through func(t testing.TB, kubeconfig string) string) *Fleet {
+	t.Helper()
+	return newFleetThrough(t, regions, "mailbox,scheduler,placement-translator,status-summarizer", through)
+}
+
 func newFleet(t *testing.T, regions map[string]string, controllers string, ecmArgs ...string) *Fleet {
+	t.Helper()
+	return newFleetThrough(t, regions, controllers, nil, ecmArgs...)
+}
+
+func newFleetThrough(t *testing.T, regions map[string]string, controllers string, through func(t testing.TB, kubeconfig string) string, ecmArgs ...string) *Fleet {
 	t.Helper()
 	base := NewWorkspace(t)
 	f := &Fleet{ESPW: takeESPW(t), WMW: base.Join("wmw"), IMW: base.Join("imw")}
@@ -85,6 +97,9 @@ func newFleet(t *testing.T, regions map[string]string, controllers string, ecmAr
 	if strings.Contains(controllers, "placement-translator") {
 		// The translator tells the syncers the interval; without it they keep the default.
 		args = append(args, FleetHeartbeatArgs...)
+	}
+	if through != nil {
+		args = append(args, "--kubeconfig", through(t, ControllerKubeconfig(t, f.ESPW)))
 	}
 	f.ECM = StartControllerManager(t, f.ESPW, append(args, ecmArgs...)...)
 	// Registered after the controllers started, so run before they stop, and after the test's

@@ -1,9 +1,12 @@
 package framework
 
 import (
+	"io"
+	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
+	"testing"
 )
 
 var labelPair = regexp.MustCompile(`(\w+)="((?:[^"\\]|\\.)*)"`)
@@ -60,4 +63,37 @@ func IsWrite(request string) bool {
 		return true
 	}
 	return false
+}
+
+// ScrapeMetrics reads the Prometheus text of a process's /metrics at address (host:port).
+func ScrapeMetrics(t testing.TB, address string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + address + "/metrics")
+	if err != nil {
+		t.Fatalf("reading %s/metrics: %v", address, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("reading %s/metrics: %d %v", address, resp.StatusCode, err)
+	}
+	return string(body)
+}
+
+// MetricSum sums every series of one metric (name, without labels) in Prometheus text.
+func MetricSum(metrics, name string) float64 {
+	sum := 0.0
+	for _, line := range strings.Split(metrics, "\n") {
+		rest, ok := strings.CutPrefix(line, name)
+		if !ok || (rest != "" && rest[0] != '{' && rest[0] != ' ') {
+			continue
+		}
+		if end := strings.LastIndexByte(rest, '}'); end >= 0 {
+			rest = rest[end+1:]
+		}
+		if v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64); err == nil {
+			sum += v
+		}
+	}
+	return sum
 }

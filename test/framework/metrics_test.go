@@ -42,3 +42,13 @@ func TestTesttimesKnowsTheCPUMark(t *testing.T) {
 		t.Errorf("%s does not look for %q, the mark of the framework's CPU line", path, CenterCPUMark)
 	}
 }
+
+func TestMetricSum(t *testing.T) {
+	text := "# HELP x_total a\nx_total{a=\"1\"} 2\nx_total{a=\"2\"} 3.5\nx_total_other 7\nx_totals 9\ny 1\n"
+	if got := MetricSum(text, "x_total"); got != 5.5 {
+		t.Errorf("MetricSum = %v, want 5.5 (two series, not x_total_other or x_totals)", got)
+	}
+	if got := MetricSum("z 4\n", "z"); got != 4 {
+		t.Errorf("MetricSum of an unlabelled series = %v, want 4", got)
+	}
+}

@@ -93,7 +93,12 @@ type config struct {
 	SettleSeconds       float64 `json:"settleSeconds"`
 	Parallel            int     `json:"parallel"`
 	Workers             int     `json:"workers"`
-	ProfileSeconds      int     `json:"profileSeconds,omitempty"`
+	Center              bool    `json:"center,omitempty"`
+	Rounds              int     `json:"rounds,omitempty"`
+	// ControllerCap is edge-controller-manager's cap of writes in flight (4 x -workers): the
+	// raw writes run at it.
+	ControllerCap  int `json:"controllerCap"`
+	ProfileSeconds int `json:"profileSeconds,omitempty"`
 
 	maxInFlight                                     intstr.IntOrString
 	appliedAfter, readyAfter, idle, settle, timeout time.Duration
@@ -114,6 +119,8 @@ func (c *config) validate() error {
 		return errors.New("-parallel and -workers must be at least 1")
 	case c.idle <= 0 || c.settle < 0 || c.timeout <= 0:
 		return errors.New("-idle and -timeout must be positive, -settle not negative")
+	case c.Center && c.Rounds < 1:
+		return errors.New("-rounds must be at least 1")
 	case c.profileDir != "" && c.ProfileSeconds < 1:
 		return errors.New("-profile-seconds must be at least 1")
 	}
@@ -129,6 +136,7 @@ func (c *config) validate() error {
 	if c.Canary == 0 {
 		c.Canary = max(1, c.N/100)
 	}
+	c.ControllerCap = 4 * c.Workers
 	c.AppliedAfterSeconds, c.ReadyAfterSeconds = c.appliedAfter.Seconds(), c.readyAfter.Seconds()
 	c.IdleSeconds, c.SettleSeconds = c.idle.Seconds(), c.settle.Seconds()
 	return nil
@@ -147,6 +155,8 @@ func main() {
 	flag.DurationVar(&c.timeout, "timeout", 30*time.Minute, "how long any one step may take")
 	flag.IntVar(&c.Parallel, "parallel", 16, "requests at once of the set-up and of the edge player")
 	flag.IntVar(&c.Workers, "workers", 8, "edge-controller-manager --workers")
+	flag.BoolVar(&c.Center, "center", false, "the center-side benchmark only: the unbounded placement's first delivery and -rounds edits, timed until every new version reached its mailbox, against a plain client's creates and updates of ConfigMaps of an assemblage's size into the same mailboxes, at edge-controller-manager's cap of writes in flight (4 x -workers)")
+	flag.IntVar(&c.Rounds, "rounds", 3, "with -center, how many edits")
 	flag.StringVar(&c.jsonOut, "json", "", "also write the figures as JSON to this file")
 	flag.StringVar(&c.profileDir, "profile", "", "save CPU profiles of kcp and edge-controller-manager (built with a profiler for this) over the first -profile-seconds of the paced rollout into this directory")
 	flag.IntVar(&c.ProfileSeconds, "profile-seconds", 30, "length of the -profile CPU profiles")
@@ -162,7 +172,11 @@ func main() {
 		fmt.Fprintf(os.Stderr, "rollout benchmark: %v\n", err)
 		os.Exit(1)
 	}
-	printTables(os.Stdout, res)
+	if c.Center {
+		printCenter(os.Stdout, res)
+	} else {
+		printTables(os.Stdout, res)
+	}
 	if c.jsonOut != "" {
 		raw, _ := json.MarshalIndent(res, "", "  ")
 		if err := os.WriteFile(c.jsonOut, append(raw, '\n'), 0o644); err != nil {
@@ -194,6 +208,11 @@ type result struct {
 
 	IdleNoRollout idle `json:"idleNoRollout"`
 	IdleWaiting   idle `json:"idleWaitingAtGate"`
+
+	// -center: the first delivery's and each edit's fan-out, and the raw writes.
+	CenterCreate  fanOut    `json:"centerCreate,omitempty"`
+	CenterUpdates []change  `json:"centerUpdates,omitempty"`
+	Raw           rawWrites `json:"raw,omitempty"`
 
 	ControllerRSSMB float64  `json:"controllerRSSMB"`
 	KCPRSSMB        float64  `json:"kcpRSSMB"`
@@ -233,6 +252,8 @@ type change struct {
 	OtherPlacementChanges statusChanges `json:"otherPlacementStatusChanges"`
 	KCPCPUSeconds         float64       `json:"kcpCPUSeconds"`
 	ControllerCPUSeconds  float64       `json:"controllerCPUSeconds"`
+	// FanOut: how fast the new versions reached the mailboxes.
+	FanOut fanOut `json:"fanOut"`
 }
 
 // idle is what the center spent over a window in which nothing changed.
@@ -274,6 +295,13 @@ func run(ctx context.Context, c config) (*result, error) {
 		res.LoadAverages = append(res.LoadAverages, fmt.Sprintf("%s: %.2f %.2f %.2f", when, avg[0], avg[1], avg[2]))
 	}
 	load("after the set-up")
+	if c.Center {
+		if err := b.runCenter(ctx, res); err != nil {
+			return nil, err
+		}
+		load("at the end")
+		return res, b.finish(res)
+	}
 
 	// 3. The first deliveries.
 	start := time.Now()
@@ -346,14 +374,18 @@ func run(ctx context.Context, c config) (*result, error) {
 		return nil, err
 	}
 	load("at the end")
+	return res, b.finish(res)
+}
 
+// finish reads the RSS at the end.
+func (b *bench) finish(res *result) error {
 	if cur, _, err := framework.RSS(b.ecm.PID()); err == nil {
 		res.ControllerRSSMB = float64(cur) / 1e6
 	}
 	if cur, _, err := framework.RSS(b.s.PID()); err == nil {
 		res.KCPRSSMB = float64(cur) / 1e6
 	}
-	return res, nil
+	return nil
 }
 
 // setUp starts kcp and edge-controller-manager, makes the workspaces and the N destinations
@@ -642,6 +674,7 @@ func (b *bench) measureChange(ctx context.Context, placement, value string, dest
 		spans = append(spans, span{start: d.seen, end: end})
 	}
 	c.FirstDeliverySeconds = first.Sub(start).Seconds()
+	c.FanOut = b.fanOutOf(placement, start)
 	c.LastReadySeconds = lastReady.Sub(start).Seconds()
 	c.MaxInFlight = maxOverlap(spans)
 	if paced {

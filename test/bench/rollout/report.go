@@ -159,3 +159,32 @@ func printTables(w io.Writer, r *result) {
 func (c statusChanges) String() string {
 	return fmt.Sprintf("%d / %d / %d / %d", c.Translator, c.Summarizer, c.Both, c.Neither)
 }
+
+// printCenter prints the -center run.
+func printCenter(w io.Writer, r *result) {
+	c := r.Config
+	fmt.Fprintf(w, "\ncenter benchmark: %d destinations, one ConfigMap placed on all, edge-controller-manager --workers %d (at most %d writes in flight); %d cores\n\n", c.N, c.Workers, c.ControllerCap, r.Cores)
+	fmt.Fprintf(w, "| measure | value |\n|---|---|\n")
+	fmt.Fprintf(w, "| set-up (not counted): %d SyncTargets and Locations to MailboxReady | %.0f s |\n", c.N, r.MailboxesSeconds)
+	f := r.CenterCreate
+	fmt.Fprintf(w, "| first delivery: %d assemblages created, creation of the placement to the last in its mailbox | %.1f s: %.0f/s (p50 %.1f s, p90 %.1f s) |\n", f.Deliveries, f.Seconds, f.PerSecond, f.P50Seconds, f.P90Seconds)
+	raw := r.Raw
+	fmt.Fprintf(w, "| raw: %d ConfigMaps of %d bytes (an assemblage's size) created, %d at a time | %.1f s: %.0f/s |\n", raw.Writes, raw.Bytes, raw.Parallel, raw.CreateSeconds, raw.CreatesPerSecond)
+	if raw.CreatesPerSecond > 0 {
+		fmt.Fprintf(w, "| assemblage creates/s / raw creates/s | %.2f |\n", f.PerSecond/raw.CreatesPerSecond)
+	}
+	fmt.Fprintf(w, "| raw: the same %d ConfigMaps updated, %d at a time | %.2f s: %.0f/s |\n", raw.Writes, raw.Parallel, raw.UpdateSeconds, raw.UpdatesPerSecond)
+	for i, u := range r.CenterUpdates {
+		fo := u.FanOut
+		ratio := 0.0
+		if raw.UpdatesPerSecond > 0 {
+			ratio = fo.PerSecond / raw.UpdatesPerSecond
+		}
+		fmt.Fprintf(w, "| edit %d: edit to the last new version in its mailbox; updates/s / raw updates/s | %.1f s: %.0f/s (p50 %.1f s, p90 %.1f s, max/p90 %.2f); %.2f |\n",
+			i+1, fo.Seconds, fo.PerSecond, fo.P50Seconds, fo.P90Seconds, fo.MaxSeconds/max(fo.P90Seconds, 0.001), ratio)
+		fmt.Fprintf(w, "| edit %d: center writes (kcp's count, edit until %.0f s after the last ready; the edge player's %d among them); kcp / edge-controller-manager CPU | %.0f (%s); %.1f s / %.1f s |\n",
+			i+1, c.SettleSeconds, u.PlayerWrites, u.Writes, describeWrites(u.Requests), u.KCPCPUSeconds, u.ControllerCPUSeconds)
+	}
+	fmt.Fprintf(w, "| edge-controller-manager RSS / kcp RSS at the end | %.0f MB / %.0f MB |\n", r.ControllerRSSMB, r.KCPRSSMB)
+	fmt.Fprintf(w, "| load average (1, 5, 15 min) | %s |\n", strings.Join(r.LoadAverages, "; "))
+}
