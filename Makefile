@@ -268,7 +268,7 @@ bench-rollout: $(KCP) ## Rollouts: BENCH_N (1000) destinations played by the ben
 .PHONY: bench-center
 bench-center: $(KCP) ## The center's controllers alone: BENCH_N (300) destinations played by the benchmark; assemblage writes/s of a fan-out and of edits vs. a plain client's writes of the same size into the same mailboxes, same run.
 	@mkdir -p _output
-	$(GO) run ./test/bench/rollout -center -n $(or $(BENCH_N),300) -json _output/bench-center.json $(BENCH_ARGS)
+	$(GO) run ./test/bench/rollout -center -n $(or $(BENCH_N),300) -applied-after 0 -ready-after 10s -json _output/bench-center.json $(BENCH_ARGS)
 
 ##@ Try it
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"sort"
 	"strings"
 	"time"
@@ -105,7 +107,7 @@ func (b *bench) assemblageBytes(ctx context.Context, mailbox logicalcluster.Path
 
 // raw creates, then updates, one ConfigMap of the given size in every mailbox, parallel at a
 // time, with a plain client (no client-side rate limit).
-func (b *bench) raw(ctx context.Context, mailboxes []logicalcluster.Path, bytes, parallel int) (rawWrites, error) {
+func (b *bench) raw(ctx context.Context, mailboxes []logicalcluster.Path, bytes, parallel int, ns string) (rawWrites, error) {
 	r := rawWrites{Bytes: bytes, Parallel: parallel, Writes: len(mailboxes)}
 	clients := make([]dynamic.Interface, len(mailboxes))
 	for i, mb := range mailboxes {
@@ -116,7 +118,7 @@ func (b *bench) raw(ctx context.Context, mailboxes []logicalcluster.Path, bytes,
 			return r, err
 		}
 	}
-	const ns, name = "bench-raw", "raw"
+	const name = "raw"
 	say("raw: namespace %s in every mailbox (not timed)", ns)
 	if err := framework.ForEach(len(mailboxes), b.cfg.Parallel, func(i int) error {
 		_, err := clients[i].Resource(namespacesGVR).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
@@ -167,16 +169,8 @@ func (b *bench) runCenter(ctx context.Context, res *result) error {
 	res.FirstFlatSeconds = time.Since(start).Seconds()
 	res.CenterCreate = b.fanOutOf(flatPlacement, start)
 	say("center: %d assemblages created in %.1fs (%.0f/s; p90 %.1fs)", res.CenterCreate.Deliveries, res.CenterCreate.Seconds, res.CenterCreate.PerSecond, res.CenterCreate.P90Seconds)
-	for round := 1; round <= c.Rounds; round++ {
-		if err := b.sleep(ctx, c.settle); err != nil {
-			return err
-		}
-		ch, err := b.measureChange(ctx, flatPlacement, fmt.Sprintf("v%d", round+1), c.N, time.Time{})
-		if err != nil {
-			return err
-		}
-		res.CenterUpdates = append(res.CenterUpdates, ch)
-	}
+	// The raw writes run before the edits and again after them: the server's pace moves from
+	// minute to minute on a shared machine, and the two bracket the controllers'.
 	mailboxes, err := b.mailboxes(ctx)
 	if err != nil {
 		return err
@@ -188,6 +182,58 @@ func (b *bench) runCenter(ctx context.Context, res *result) error {
 	if err != nil {
 		return err
 	}
-	res.Raw, err = b.raw(ctx, mailboxes, size, c.ControllerCap)
-	return err
+	if err := b.sleep(ctx, c.settle); err != nil {
+		return err
+	}
+	raw, err := b.raw(ctx, mailboxes, size, c.ControllerCap, "bench-raw-before")
+	if err != nil {
+		return err
+	}
+	res.Raw = append(res.Raw, raw)
+	for round := 1; round <= c.Rounds; round++ {
+		if err := b.sleep(ctx, c.settle); err != nil {
+			return err
+		}
+		ch, err := b.measureChange(ctx, flatPlacement, fmt.Sprintf("v%d", round+1), c.N, time.Time{})
+		if err != nil {
+			return err
+		}
+		res.CenterUpdates = append(res.CenterUpdates, ch)
+	}
+	if err := b.sleep(ctx, c.settle); err != nil {
+		return err
+	}
+	if raw, err = b.raw(ctx, mailboxes, size, c.ControllerCap, "bench-raw-after"); err != nil {
+		return err
+	}
+	res.Raw = append(res.Raw, raw)
+	b.limiterFigures(ctx, res)
+	return nil
+}
+
+// limiterFigures reads edge-controller-manager's write limit and the 429s it met, if it
+// serves them.
+func (b *bench) limiterFigures(ctx context.Context, res *result) {
+	resp, err := http.Get("http://" + b.ecmHTTP + "/metrics")
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	text := string(raw)
+	res.WriteLimit = framework.MetricSum(text, "edge_controller_kcp_writes_in_flight_limit")
+	res.WriteRefusals = framework.MetricSum(text, "edge_controller_kcp_write_refusals_total")
+	res.Retries = framework.MetricSum(text, "edge_controller_retries_total")
+}
+
+// rawMean is the mean of the raw runs' rates.
+func rawMean(raws []rawWrites) (creates, updates float64) {
+	for _, r := range raws {
+		creates += r.CreatesPerSecond
+		updates += r.UpdatesPerSecond
+	}
+	if n := float64(len(raws)); n > 0 {
+		creates, updates = creates/n, updates/n
+	}
+	return creates, updates
 }

@@ -210,9 +210,14 @@ type result struct {
 	IdleWaiting   idle `json:"idleWaitingAtGate"`
 
 	// -center: the first delivery's and each edit's fan-out, and the raw writes.
-	CenterCreate  fanOut    `json:"centerCreate,omitempty"`
-	CenterUpdates []change  `json:"centerUpdates,omitempty"`
-	Raw           rawWrites `json:"raw,omitempty"`
+	CenterCreate  fanOut      `json:"centerCreate,omitempty"`
+	CenterUpdates []change    `json:"centerUpdates,omitempty"`
+	Raw           []rawWrites `json:"raw,omitempty"`
+	// What edge-controller-manager's metrics said at the end (-center): the write limit to
+	// kcp, the 429s and 503s it met, its retries.
+	WriteLimit    float64 `json:"writeLimit,omitempty"`
+	WriteRefusals float64 `json:"writeRefusals"`
+	Retries       float64 `json:"retries"`
 
 	ControllerRSSMB float64  `json:"controllerRSSMB"`
 	KCPRSSMB        float64  `json:"kcpRSSMB"`
@@ -277,6 +282,7 @@ type bench struct {
 	binDir, dir    string
 	ecm            *framework.Command
 	ecmPprof       string // the profiler's address, with -profile
+	ecmHTTP        string // the address of its /metrics
 	espw, imw, wmw logicalcluster.Path
 	wmwDyn         dynamic.Interface
 	player         *edgePlayer
@@ -418,6 +424,7 @@ func (b *bench) setUp(ctx context.Context, res *result) error {
 		return err
 	}
 	address := "127.0.0.1:" + strconv.Itoa(ports[0])
+	b.ecmHTTP = address
 	args := []string{"--kubeconfig", b.s.KubeconfigPath, "--espw", b.espw.String(), "--workers", strconv.Itoa(b.cfg.Workers),
 		"--http-address", address, "--controllers", "mailbox,scheduler,placement-translator,status-summarizer"}
 	if b.cfg.profileDir != "" {

@@ -168,23 +168,30 @@ func printCenter(w io.Writer, r *result) {
 	fmt.Fprintf(w, "| set-up (not counted): %d SyncTargets and Locations to MailboxReady | %.0f s |\n", c.N, r.MailboxesSeconds)
 	f := r.CenterCreate
 	fmt.Fprintf(w, "| first delivery: %d assemblages created, creation of the placement to the last in its mailbox | %.1f s: %.0f/s (p50 %.1f s, p90 %.1f s) |\n", f.Deliveries, f.Seconds, f.PerSecond, f.P50Seconds, f.P90Seconds)
-	raw := r.Raw
-	fmt.Fprintf(w, "| raw: %d ConfigMaps of %d bytes (an assemblage's size) created, %d at a time | %.1f s: %.0f/s |\n", raw.Writes, raw.Bytes, raw.Parallel, raw.CreateSeconds, raw.CreatesPerSecond)
-	if raw.CreatesPerSecond > 0 {
-		fmt.Fprintf(w, "| assemblage creates/s / raw creates/s | %.2f |\n", f.PerSecond/raw.CreatesPerSecond)
+	for i, raw := range r.Raw {
+		when := "before the edits"
+		if i > 0 {
+			when = "after the edits"
+		}
+		fmt.Fprintf(w, "| raw, %s: %d ConfigMaps of %d bytes (an assemblage's size) created, then updated, %d at a time | %.2f s: %.0f/s; %.2f s: %.0f/s |\n",
+			when, raw.Writes, raw.Bytes, raw.Parallel, raw.CreateSeconds, raw.CreatesPerSecond, raw.UpdateSeconds, raw.UpdatesPerSecond)
 	}
-	fmt.Fprintf(w, "| raw: the same %d ConfigMaps updated, %d at a time | %.2f s: %.0f/s |\n", raw.Writes, raw.Parallel, raw.UpdateSeconds, raw.UpdatesPerSecond)
+	rawCreates, rawUpdates := rawMean(r.Raw)
+	if rawCreates > 0 {
+		fmt.Fprintf(w, "| assemblage creates/s / raw creates/s (mean of the raw runs) | %.2f |\n", f.PerSecond/rawCreates)
+	}
 	for i, u := range r.CenterUpdates {
 		fo := u.FanOut
 		ratio := 0.0
-		if raw.UpdatesPerSecond > 0 {
-			ratio = fo.PerSecond / raw.UpdatesPerSecond
+		if rawUpdates > 0 {
+			ratio = fo.PerSecond / rawUpdates
 		}
-		fmt.Fprintf(w, "| edit %d: edit to the last new version in its mailbox; updates/s / raw updates/s | %.1f s: %.0f/s (p50 %.1f s, p90 %.1f s, max/p90 %.2f); %.2f |\n",
+		fmt.Fprintf(w, "| edit %d: edit to the last new version in its mailbox; updates/s / raw updates/s (mean) | %.1f s: %.0f/s (p50 %.1f s, p90 %.1f s, max/p90 %.2f); %.2f |\n",
 			i+1, fo.Seconds, fo.PerSecond, fo.P50Seconds, fo.P90Seconds, fo.MaxSeconds/max(fo.P90Seconds, 0.001), ratio)
 		fmt.Fprintf(w, "| edit %d: center writes (kcp's count, edit until %.0f s after the last ready; the edge player's %d among them); kcp / edge-controller-manager CPU | %.0f (%s); %.1f s / %.1f s |\n",
 			i+1, c.SettleSeconds, u.PlayerWrites, u.Writes, describeWrites(u.Requests), u.KCPCPUSeconds, u.ControllerCPUSeconds)
 	}
+	fmt.Fprintf(w, "| edge-controller-manager at the end: limit of writes in flight to kcp; 429/503 answers met; retries | %.1f; %.0f; %.0f |\n", r.WriteLimit, r.WriteRefusals, r.Retries)
 	fmt.Fprintf(w, "| edge-controller-manager RSS / kcp RSS at the end | %.0f MB / %.0f MB |\n", r.ControllerRSSMB, r.KCPRSSMB)
 	fmt.Fprintf(w, "| load average (1, 5, 15 min) | %s |\n", strings.Join(r.LoadAverages, "; "))
 }
