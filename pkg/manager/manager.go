@@ -30,6 +30,7 @@ import (
 	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/centerview"
 	"github.com/kcp-dev/edge-mc/pkg/controllerkit"
 	"github.com/kcp-dev/edge-mc/pkg/espw"
 	"github.com/kcp-dev/edge-mc/pkg/health"
@@ -244,6 +245,8 @@ func runRound(ctx context.Context, o Options, ready *atomic.Pointer[string]) err
 		syncing := "controllers are syncing their caches"
 		ready.Store(&syncing)
 		logger.Info("using the virtual workspaces of edge.kcp.io", "urls", edge.URLs())
+		// One cache of the assemblages of every mailbox, for the translator and the summarizer.
+		assemblages := centerview.NewAssemblages(exports[edgev1alpha1.MailboxAPIExportName])
 		var controllers []runnable
 		for _, name := range o.Controllers {
 			switch name {
@@ -262,7 +265,7 @@ func runRound(ctx context.Context, o Options, ready *atomic.Pointer[string]) err
 					return nil, err
 				}
 				c, err := placementtranslator.NewController(placementtranslator.Config{ESPW: o.ESPW, Edge: edge, Mailbox: exports[edgev1alpha1.MailboxAPIExportName],
-					Admin: admin, KCP: kcp,
+					Admin: admin, KCP: kcp, Assemblages: assemblages,
 					Workers: translatorWorkersPerWorker * o.Workers, HeartbeatInterval: o.HeartbeatInterval})
 				if err != nil {
 					return nil, err
@@ -276,7 +279,8 @@ func runRound(ctx context.Context, o Options, ready *atomic.Pointer[string]) err
 				}
 				controllers = append(controllers, runnable{name: upsync.ControllerName, start: u.Start, synced: u.HasSynced})
 			case statussummarizer.ControllerName:
-				c, err := statussummarizer.NewController(statussummarizer.Config{ESPW: o.ESPW, Edge: edge, Mailbox: exports[edgev1alpha1.MailboxAPIExportName], Base: base, KCP: kcp, Workers: o.Workers})
+				c, err := statussummarizer.NewController(statussummarizer.Config{ESPW: o.ESPW, Edge: edge, Mailbox: exports[edgev1alpha1.MailboxAPIExportName],
+					Assemblages: assemblages, Base: base, KCP: kcp, Workers: o.Workers})
 				if err != nil {
 					return nil, err
 				}

@@ -13,6 +13,7 @@ import (
 	"github.com/kcp-dev/logicalcluster/v3"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/centerview"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
@@ -83,7 +84,7 @@ func TestSameSpec(t *testing.T) {
 	}
 	for name, mutate := range map[string]func(s *edgev1alpha1.AssemblageSpec){
 		"version":         func(s *edgev1alpha1.AssemblageSpec) { s.Version = "v2" },
-		"digest mismatch": func(s *edgev1alpha1.AssemblageSpec) { s.Digest = digestMismatch },
+		"digest mismatch": func(s *edgev1alpha1.AssemblageSpec) { s.Digest = centerview.DigestMismatch },
 		"objects":         func(s *edgev1alpha1.AssemblageSpec) { s.Objects = nil },
 		"shared": func(s *edgev1alpha1.AssemblageSpec) {
 			s.Shared = []edgev1alpha1.SharedObject{{Object: "x", Assemblage: "y"}}

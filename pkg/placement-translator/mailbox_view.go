@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/centerview"
 	"github.com/kcp-dev/edge-mc/pkg/espw"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
@@ -40,10 +41,6 @@ type mailboxView struct {
 	configs     espw.SharedInformer
 }
 
-// digestMismatch replaces, in the cache, the digest of an object whose data does not match it,
-// so that the object differs from anything the translator would write and is written again.
-const digestMismatch = "mismatch"
-
 // start runs the informers, on the virtual workspace of every shard that holds a mailbox (kcp
 // publishes a shard's once a mailbox there binds the export); each change queues the mailbox it
 // is in.
@@ -51,7 +48,7 @@ func (v *mailboxView) start(ctx context.Context, c *Controller) {
 	logger := klog.FromContext(ctx).WithValues("export", edgev1alpha1.MailboxAPIExportName)
 	logger.Info("watching the assemblages and SyncerConfigs of all mailboxes through the virtual workspaces")
 	newInformer := func(gvr schema.GroupVersionResource, transform cache.TransformFunc) espw.SharedInformer {
-		inf := c.cfg.Mailbox.NewInformer(gvr, resyncPeriod, cache.Indexers{assemblagesByPlacement: assemblagePlacementIndex}, nil)
+		inf := c.cfg.Mailbox.NewInformer(gvr, resyncPeriod, cache.Indexers{}, nil)
 		_ = inf.SetTransform(transform)
 		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { c.mailboxObjectChanged(espw.AsUnstructured(obj)) },
@@ -60,19 +57,31 @@ func (v *mailboxView) start(ctx context.Context, c *Controller) {
 		})
 		return inf
 	}
-	assemblages := newInformer(assemblagesGVR, slimAssemblage)
-	// An assemblage deleted (by hand, say) is not taken for present on the strength of a write
-	// the view has not shown yet.
-	_, _ = assemblages.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
-		if u := espw.AsUnstructured(obj); u != nil {
-			c.written.forget(logicalcluster.From(u), u.GetName())
-		}
-	}})
+	assemblages := c.cfg.Assemblages
+	if assemblages == nil {
+		assemblages = centerview.NewAssemblages(c.cfg.Mailbox)
+	}
+	_, _ = assemblages.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.assemblageChanged(centerview.AsAssemblage(obj)) },
+		UpdateFunc: func(_, obj any) { c.assemblageChanged(centerview.AsAssemblage(obj)) },
+		DeleteFunc: func(obj any) {
+			a := centerview.AsAssemblage(obj)
+			if a == nil {
+				return
+			}
+			// An assemblage deleted (by hand, say) is not taken for present on the strength of
+			// a write the view has not shown yet.
+			c.written.forget(logicalcluster.From(a), a.Name)
+			c.assemblageChanged(a)
+		},
+	})
 	if len(c.namespacesChanged) > 0 {
 		_, _ = assemblages.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { c.assemblageNamespacesChanged(nil, espw.AsUnstructured(obj)) },
-			UpdateFunc: func(old, obj any) { c.assemblageNamespacesChanged(espw.AsUnstructured(old), espw.AsUnstructured(obj)) },
-			DeleteFunc: func(obj any) { c.assemblageNamespacesChanged(espw.AsUnstructured(obj), nil) },
+			AddFunc: func(obj any) { c.assemblageNamespacesChanged(nil, centerview.AsAssemblage(obj)) },
+			UpdateFunc: func(old, obj any) {
+				c.assemblageNamespacesChanged(centerview.AsAssemblage(old), centerview.AsAssemblage(obj))
+			},
+			DeleteFunc: func(obj any) { c.assemblageNamespacesChanged(centerview.AsAssemblage(obj), nil) },
 		})
 	}
 	parts := newInformer(assemblagePartsGVR, slimPart)
@@ -88,7 +97,7 @@ func (v *mailboxView) start(ctx context.Context, c *Controller) {
 // assemblageNamespacesChanged tells the namespacesChanged handlers the mailbox of an assemblage
 // that came, went or changed which namespaces it carries for which workspace; a change of
 // anything else (its status, mostly) tells nothing.
-func (c *Controller) assemblageNamespacesChanged(old, obj *unstructured.Unstructured) {
+func (c *Controller) assemblageNamespacesChanged(old, obj *edgev1alpha1.Assemblage) {
 	cur := obj
 	if cur == nil {
 		cur = old
@@ -111,10 +120,9 @@ func (c *Controller) assemblageNamespacesChanged(old, obj *unstructured.Unstruct
 // deliveredNamespaces returns, of an assemblage, the workspace it delivers from and the namespaces
 // it carries, sorted: what decides whose an up-synced object's namespace is (see
 // deliveredByOthersOnly).
-func deliveredNamespaces(u *unstructured.Unstructured) []string {
-	objects, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "objects")
+func deliveredNamespaces(a *edgev1alpha1.Assemblage) []string {
 	var out []string
-	for _, o := range objects {
+	for _, o := range a.Spec.Objects {
 		if ns, ok := strings.CutPrefix(o, "namespaces/"); ok && !strings.Contains(ns, "/") {
 			out = append(out, ns)
 		}
@@ -123,23 +131,7 @@ func deliveredNamespaces(u *unstructured.Unstructured) []string {
 		return nil
 	}
 	sort.Strings(out)
-	return append([]string{u.GetLabels()[transport.LabelPlacementCluster]}, out...)
-}
-
-// assemblagesByPlacement indexes assemblages by <cluster>|<name> of their placement.
-const assemblagesByPlacement = "assemblagesByPlacement"
-
-func assemblagePlacementIndex(obj any) ([]string, error) {
-	u := espw.AsUnstructured(obj)
-	if u == nil {
-		return nil, nil
-	}
-	cluster, _, _ := unstructured.NestedString(u.Object, "spec", "placement", "cluster")
-	name, _, _ := unstructured.NestedString(u.Object, "spec", "placement", "name")
-	if cluster == "" || name == "" {
-		return nil, nil
-	}
-	return []string{placementKey{cluster, name}.String()}, nil
+	return append([]string{a.Labels[transport.LabelPlacementCluster]}, out...)
 }
 
 // assemblagesOfPlacement returns a placement's assemblages, without the objects they carry, by
@@ -152,21 +144,18 @@ func (v *mailboxView) assemblagesOfPlacement(pk placementKey) map[string]*edgev1
 	if inf == nil {
 		return out
 	}
-	items, _ := inf.GetIndexer().ByIndex(assemblagesByPlacement, pk.String())
+	items, _ := inf.GetIndexer().ByIndex(centerview.ByPlacement, centerview.PlacementKey(pk.cluster, pk.name))
 	for _, item := range items {
-		u := espw.AsUnstructured(item)
-		if u == nil {
+		a := centerview.AsAssemblage(item)
+		if a == nil {
 			continue
 		}
 		// The rollout planner reads the metadata, the version and the status, of every
-		// destination at each plan: the objects carried stay out of the conversion.
-		version, _, _ := unstructured.NestedString(u.Object, "spec", "version")
-		brief := map[string]any{"metadata": u.Object["metadata"], "spec": map[string]any{"version": version}, "status": u.Object["status"]}
-		a := &edgev1alpha1.Assemblage{}
-		if runtime.DefaultUnstructuredConverter.FromUnstructured(brief, a) != nil {
-			continue
-		}
-		out[logicalcluster.From(u).String()] = a
+		// destination at each plan: the objects named stay out of the copy.
+		brief := &edgev1alpha1.Assemblage{ObjectMeta: *a.ObjectMeta.DeepCopy(), Spec: edgev1alpha1.AssemblageSpec{Version: a.Spec.Version}}
+		brief.Status = *a.Status.DeepCopy()
+		brief.Status.Objects = nil
+		out[logicalcluster.From(a).String()] = brief
 	}
 	return out
 }
@@ -190,17 +179,17 @@ func inMailbox(inf espw.SharedInformer, cluster logicalcluster.Name) []*unstruct
 	return out
 }
 
-// assemblagesOf returns the assemblages of a mailbox, decoded (without data), by name.
+// assemblagesOf returns the assemblages of a mailbox, without data or the objects' edge status,
+// by name: copies, the caller's to change.
 func (v *mailboxView) assemblagesOf(cluster logicalcluster.Name) map[string]*edgev1alpha1.Assemblage {
 	out := map[string]*edgev1alpha1.Assemblage{}
-	for _, u := range inMailbox(v.assemblages, cluster) {
-		a := &edgev1alpha1.Assemblage{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, a); err != nil {
-			// Edited by hand into something that does not decode: treated as absent, so it is
-			// written again.
-			continue
+	items, _ := v.assemblages.GetIndexer().ByIndex(kcpcache.ClusterIndexName, kcpcache.ClusterIndexKey(cluster))
+	for _, item := range items {
+		if a := centerview.AsAssemblage(item); a != nil && a.Spec.Placement.Name != "" {
+			// One that does not read as an assemblage (edited by hand into something else) is
+			// taken for absent, and written again.
+			out[a.Name] = a.DeepCopy()
 		}
-		out[a.Name] = a
 	}
 	return out
 }
@@ -240,7 +229,7 @@ func (v *mailboxView) syncerConfigOf(cluster logicalcluster.Name) *edgev1alpha1.
 const dataChecked = "edge-mc.dataChecked"
 
 // slimData drops the data at path of a cached object after checking it against the digest next
-// to it: a mismatch replaces the digest by digestMismatch.
+// to it: a mismatch replaces the digest by centerview.DigestMismatch.
 func slimData(u *unstructured.Unstructured, path ...string) {
 	if _, done := u.Object[dataChecked]; done {
 		return
@@ -251,22 +240,9 @@ func slimData(u *unstructured.Unstructured, path ...string) {
 	digest, _, _ := unstructured.NestedString(u.Object, append(append([]string{}, parent...), "digest")...)
 	raw, err := base64.StdEncoding.DecodeString(data)
 	if err != nil || transport.Digest(raw) != digest {
-		_ = unstructured.SetNestedField(u.Object, digestMismatch, append(append([]string{}, parent...), "digest")...)
+		_ = unstructured.SetNestedField(u.Object, centerview.DigestMismatch, append(append([]string{}, parent...), "digest")...)
 	}
 	unstructured.RemoveNestedField(u.Object, path...)
-}
-
-// slimAssemblage keeps of an Assemblage what the translator compares and the rollouts read:
-// the spec without its data, and the status without the objects' edge status.
-func slimAssemblage(obj any) (any, error) {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return obj, nil
-	}
-	slimData(u, "spec", "data")
-	unstructured.RemoveNestedField(u.Object, "metadata", "managedFields")
-	unstructured.RemoveNestedField(u.Object, "status", "objects")
-	return u, nil
 }
 
 // slimPart keeps of an AssemblagePart its spec without data.

@@ -36,7 +36,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -109,6 +108,9 @@ type Config struct {
 	// HeartbeatInterval is how often syncers renew their heartbeat (default
 	// DefaultHeartbeatInterval), told to them in their SyncerConfig.
 	HeartbeatInterval time.Duration
+	// Assemblages is the shared cache of the assemblages of every mailbox
+	// (centerview.NewAssemblages), which the status summarizer reads too; nil makes one.
+	Assemblages espw.SharedInformer
 }
 
 // Controller is the placement translator. Create it with NewController and run it with Start.
@@ -369,12 +371,24 @@ func (c *Controller) mailboxObjectChanged(u *unstructured.Unstructured) {
 	if u == nil {
 		return
 	}
-	if st := c.syncTargetOfMailboxCluster(logicalcluster.From(u)); st != nil {
-		c.queue.Add(queueKey{mailbox: transport.MailboxName(logicalcluster.From(st), st.GetUID())})
+	c.enqueueMailboxCluster(logicalcluster.From(u))
+}
+
+// assemblageChanged queues the mailbox of an assemblage that changed, and, a little later, its
+// placement's rollout and status.
+func (c *Controller) assemblageChanged(a *edgev1alpha1.Assemblage) {
+	if a == nil {
+		return
 	}
-	if keys, _ := assemblagePlacementIndex(u); len(keys) == 1 {
-		cluster, name, _ := strings.Cut(keys[0], "|")
-		c.queue.AddAfter(queueKey{placement: placementKey{cluster, name}}, rolloutLookDelay)
+	c.enqueueMailboxCluster(logicalcluster.From(a))
+	if a.Spec.Placement.Cluster != "" && a.Spec.Placement.Name != "" {
+		c.queue.AddAfter(queueKey{placement: placementKey{a.Spec.Placement.Cluster, a.Spec.Placement.Name}}, rolloutLookDelay)
+	}
+}
+
+func (c *Controller) enqueueMailboxCluster(cluster logicalcluster.Name) {
+	if st := c.syncTargetOfMailboxCluster(cluster); st != nil {
+		c.queue.Add(queueKey{mailbox: transport.MailboxName(logicalcluster.From(st), st.GetUID())})
 	}
 }
 

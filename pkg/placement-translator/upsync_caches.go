@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/centerview"
 	"github.com/kcp-dev/edge-mc/pkg/espw"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
 	"github.com/kcp-dev/edge-mc/pkg/upsync"
@@ -82,12 +83,13 @@ func (c *Controller) deliveredByOthersOnly(mailbox logicalcluster.Name, cluster,
 		return false, false
 	}
 	own := false
-	for _, u := range inMailbox(assemblages, mailbox) {
-		objects, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "objects")
-		if !slices.Contains(objects, "namespaces/"+namespace) {
+	items, _ := assemblages.GetIndexer().ByIndex(kcpcache.ClusterIndexName, kcpcache.ClusterIndexKey(mailbox))
+	for _, item := range items {
+		a := centerview.AsAssemblage(item)
+		if a == nil || !slices.Contains(a.Spec.Objects, "namespaces/"+namespace) {
 			continue
 		}
-		if u.GetLabels()[transport.LabelPlacementCluster] == cluster {
+		if a.Labels[transport.LabelPlacementCluster] == cluster {
 			own = true
 		} else {
 			others = true

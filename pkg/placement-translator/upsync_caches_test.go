@@ -10,6 +10,7 @@ import (
 
 	"github.com/kcp-dev/edge-mc/internal/informertest"
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/centerview"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
 	"github.com/kcp-dev/edge-mc/pkg/upsync"
 )
@@ -114,9 +115,17 @@ func TestDeliveredNamespacesChange(t *testing.T) {
 		{"it goes", mine, nil, true},
 	} {
 		heard = nil
-		c.assemblageNamespacesChanged(tc.old, tc.obj)
+		c.assemblageNamespacesChanged(asAssemblage(tc.old), asAssemblage(tc.obj))
 		if got := len(heard) == 1 && heard[0] == "mbc1"; got != tc.want || len(heard) > 1 {
 			t.Errorf("%s: the return path heard %v, want mbc1 %v", tc.name, heard, tc.want)
 		}
 	}
+}
+
+// asAssemblage is what the shared cache makes of an assemblage (nil for none).
+func asAssemblage(u *unstructured.Unstructured) *edgev1alpha1.Assemblage {
+	if u == nil {
+		return nil
+	}
+	return centerview.AsAssemblage(u)
 }

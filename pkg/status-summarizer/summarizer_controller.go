@@ -93,6 +93,9 @@ type Config struct {
 	Edge *espw.Endpoints
 	// Mailbox follows those of mailbox.edge.kcp.io, where the assemblages are read.
 	Mailbox *espw.Endpoints
+	// Assemblages is the shared cache of the assemblages of every mailbox
+	// (centerview.NewAssemblages), which the placement translator reads too; nil makes one.
+	Assemblages espw.SharedInformer
 	// Base reaches kcp with the controller's own credential: the workload objects of custom
 	// kinds, which no export can claim.
 	Base *rest.Config
@@ -171,7 +174,7 @@ func NewController(cfg Config) (*Controller, error) {
 		newInformer(slicesGVR, sliceIndexers()),
 		newInformer(syncTargetsGVR, cache.Indexers{}),
 		newAssemblageWatch(func() (espw.SharedInformer, func(ctx context.Context, mailbox logicalcluster.Name, name string) (*unstructured.Unstructured, error)) {
-			return mailboxAssemblages(cfg.Mailbox)
+			return mailboxAssemblages(cfg.Mailbox, cfg.Assemblages)
 		}))
 	c.writePlacementStatus = func(ctx context.Context, cluster string, u *unstructured.Unstructured) error {
 		_, err := edgeVW.Cluster(logicalcluster.NewPath(cluster)).Resource(placementsGVR).UpdateStatus(ctx, u, metav1.UpdateOptions{FieldManager: FieldManager})
