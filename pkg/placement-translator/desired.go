@@ -19,7 +19,6 @@ import (
 	"github.com/kcp-dev/edge-mc/pkg/placement-translator/customize"
 	"github.com/kcp-dev/edge-mc/pkg/placement-translator/projection"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
-	"github.com/kcp-dev/edge-mc/pkg/upsync"
 )
 
 // Labels and annotations on the copies in mailboxes.
@@ -235,7 +234,7 @@ func (c *Controller) projectPlacement(pk placementKey, p *edgev1alpha1.EdgePlace
 	for _, wo := range objs {
 		u, r := wo.obj, wo.resource
 		// What came from the edge never goes back to mailboxes: that would loop.
-		if transport.IsSystemObject(r.gvr.Group, r.gvr.Resource, u) || upsync.IsUpsynced(u) {
+		if transport.IsSystemObject(r.gvr.Group, r.gvr.Resource, u) || edgev1alpha1.IsUpsynced(u.GetLabels()) {
 			continue
 		}
 		obj := projection.Object{Group: r.gvr.Group, Resource: r.gvr.Resource, Namespaced: r.namespaced,

@@ -11,7 +11,7 @@ import (
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 	"github.com/kcp-dev/edge-mc/pkg/espw"
-	"github.com/kcp-dev/edge-mc/pkg/mailbox"
+	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
 // Event handlers: each change queues the mailboxes it can affect.
@@ -81,7 +81,7 @@ func (c *Controller) syncTargetChanged(_, obj *unstructured.Unstructured) {
 	if obj == nil {
 		return
 	}
-	c.queue.Add(queueKey{mailbox: mailbox.WorkspaceName(logicalcluster.From(obj), obj.GetUID())})
+	c.queue.Add(queueKey{mailbox: transport.MailboxName(logicalcluster.From(obj), obj.GetUID())})
 }
 
 // locationChanged queues the mailboxes of the destinations reached through the Location, whose
@@ -160,7 +160,7 @@ func syncTargetMailbox(obj any) ([]string, error) {
 	if u == nil {
 		return nil, nil
 	}
-	return []string{mailbox.WorkspaceName(logicalcluster.From(u), u.GetUID())}, nil
+	return []string{transport.MailboxName(logicalcluster.From(u), u.GetUID())}, nil
 }
 
 // mailboxOf is the name of the SyncTarget's mailbox workspace once the mailbox controller has

@@ -225,7 +225,7 @@ func (s *sources) crdChanged(crd *unstructured.Unstructured, deleted bool) {
 // mailbox.
 func (c *Controller) workloadHandler() cache.ResourceEventHandler {
 	changed := func(old, obj *unstructured.Unstructured) {
-		if (!upsync.IsUpsynced(obj) || (old != nil && !upsync.IsUpsynced(old))) && !sameProjection(old, obj) {
+		if (!edgev1alpha1.IsUpsynced(obj.GetLabels()) || (old != nil && !edgev1alpha1.IsUpsynced(old.GetLabels()))) && !sameProjection(old, obj) {
 			c.workloadChanged(obj)
 		}
 	}

@@ -30,12 +30,6 @@ func (k Key) id() string {
 
 func (k Key) String() string { return k.id() + " in workspace " + k.Cluster }
 
-// IsUpsynced says whether the object bears LabelUpsynced. In a workload workspace these are never
-// selected for down-sync, so that what came from the edge is never projected back to mailboxes.
-func IsUpsynced(u *unstructured.Unstructured) bool {
-	return u != nil && u.GetLabels()[edgev1alpha1.LabelUpsynced] == "true"
-}
-
 // rulesOf decodes a placement's spec.upsync.
 func rulesOf(u *unstructured.Unstructured) []edgev1alpha1.UpsyncSet {
 	if u == nil {

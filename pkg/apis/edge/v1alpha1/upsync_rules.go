@@ -28,3 +28,10 @@ func UpsyncCovers(sets []UpsyncSet, group, resource, namespace, name string) boo
 	}
 	return false
 }
+
+// IsUpsynced says whether an object with these labels in a workload workspace was made by the
+// up-sync return path (LabelUpsynced): such an object came from an edge, and is never selected
+// for down-sync, so that it never goes back to mailboxes.
+func IsUpsynced(labels map[string]string) bool {
+	return labels[LabelUpsynced] == "true"
+}
