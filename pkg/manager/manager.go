@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -49,6 +50,7 @@ var Controllers = map[string]bool{
 	scheduler.ControllerName:           true,
 	placementtranslator.ControllerName: true,
 	statussummarizer.ControllerName:    true,
+	upsync.ControllerName:              true,
 }
 
 // AvailableControllers are the controllers this version has, sorted: the default of --controllers.
@@ -257,27 +259,9 @@ func runRound(ctx context.Context, o Options, ready *atomic.Pointer[string]) err
 					return nil, err
 				}
 				controllers = append(controllers, runnable{name: name, start: c.Start, synced: c.HasSynced})
-			case placementtranslator.ControllerName:
-				// The translator runs enough workers to keep kcp busy (one write per changed
-				// assemblage each); the write limiter decides how many write at once.
-				admin, err := kcpdynamic.NewForConfig(base)
-				if err != nil {
-					return nil, err
-				}
-				c, err := placementtranslator.NewController(placementtranslator.Config{ESPW: o.ESPW, Edge: edge, Mailbox: exports[edgev1alpha1.MailboxAPIExportName],
-					Admin: admin, KCP: kcp, Assemblages: assemblages,
-					Workers: translatorWorkersPerWorker * o.Workers, HeartbeatInterval: o.HeartbeatInterval})
-				if err != nil {
-					return nil, err
-				}
-				controllers = append(controllers, runnable{name: name, start: c.Start, synced: c.HasSynced})
-				// The up-sync return path runs beside the translator, on its caches.
-				u, err := upsync.NewController(upsync.Config{Caches: c.UpsyncCaches(), Edge: edge, Mailbox: exports[edgev1alpha1.MailboxAPIExportName],
-					Workloads: exports[edgev1alpha1.WorkloadsAPIExportName], Workers: translatorWorkersPerWorker * o.Workers})
-				if err != nil {
-					return nil, err
-				}
-				controllers = append(controllers, runnable{name: upsync.ControllerName, start: u.Start, synced: u.HasSynced})
+			case placementtranslator.ControllerName, upsync.ControllerName:
+				// Both run on the translator's caches (the sources, the mailbox view): built once,
+				// below the loop.
 			case statussummarizer.ControllerName:
 				c, err := statussummarizer.NewController(statussummarizer.Config{ESPW: o.ESPW, Edge: edge, Mailbox: exports[edgev1alpha1.MailboxAPIExportName],
 					Assemblages: assemblages, Base: base, KCP: kcp, Workers: o.Workers})
@@ -291,6 +275,35 @@ func runRound(ctx context.Context, o Options, ready *atomic.Pointer[string]) err
 					return nil, err
 				}
 				controllers = append(controllers, runnable{name: name, start: c.Start, synced: c.HasSynced})
+			}
+		}
+		runTranslator, runUpsync := slices.Contains(o.Controllers, placementtranslator.ControllerName), slices.Contains(o.Controllers, upsync.ControllerName)
+		if runTranslator || runUpsync {
+			// The translator runs enough workers to keep kcp busy (one write per changed
+			// assemblage each); the write limiter decides how many write at once.
+			admin, err := kcpdynamic.NewForConfig(base)
+			if err != nil {
+				return nil, err
+			}
+			c, err := placementtranslator.NewController(placementtranslator.Config{ESPW: o.ESPW, Edge: edge, Mailbox: exports[edgev1alpha1.MailboxAPIExportName],
+				Admin: admin, KCP: kcp, Assemblages: assemblages,
+				Workers: translatorWorkersPerWorker * o.Workers, HeartbeatInterval: o.HeartbeatInterval})
+			if err != nil {
+				return nil, err
+			}
+			if runTranslator {
+				controllers = append(controllers, runnable{name: placementtranslator.ControllerName, start: c.Start, synced: c.HasSynced})
+			} else {
+				// The return path alone: the translator's caches run, its workers do not.
+				controllers = append(controllers, runnable{name: placementtranslator.ControllerName + "-caches", start: c.StartCaches, synced: c.HasSynced})
+			}
+			if runUpsync {
+				u, err := upsync.NewController(upsync.Config{Caches: c.UpsyncCaches(), Edge: edge, Mailbox: exports[edgev1alpha1.MailboxAPIExportName],
+					Workloads: exports[edgev1alpha1.WorkloadsAPIExportName], Workers: translatorWorkersPerWorker * o.Workers})
+				if err != nil {
+					return nil, err
+				}
+				controllers = append(controllers, runnable{name: upsync.ControllerName, start: u.Start, synced: u.HasSynced})
 			}
 		}
 		return controllers, nil

@@ -286,15 +286,10 @@ func (c *Controller) Start(ctx context.Context) error {
 	defer c.queue.ShutDown()
 	logger := klog.FromContext(ctx).WithValues("controller", ControllerName)
 	ctx = klog.NewContext(ctx, logger)
-	for _, inf := range []espw.SharedInformer{c.placements, c.slices, c.customizers, c.syncTargets, c.locations, c.bindings} {
-		go inf.Run(ctx.Done())
-	}
-	c.workload.start(ctx)
-	if !cache.WaitForCacheSync(ctx.Done(), c.HasSynced) {
+	if !c.startCaches(ctx) {
 		return ctx.Err()
 	}
 	logger.Info("caches synced; projecting", "workloadResources", len(c.workload.resources))
-	go c.view.start(ctx, c)
 	// Every mailbox that is ready is visited once, so that what was projected before a restart,
 	// and is no longer wanted, goes.
 	for _, obj := range c.syncTargets.GetStore().List() {
@@ -304,6 +299,33 @@ func (c *Controller) Start(ctx context.Context) error {
 	}
 	c.queue.Run(ctx, c.process)
 	return nil
+}
+
+// StartCaches runs the informers and the view of the mailboxes, and no workers, until ctx ends:
+// what the up-sync return path reads (UpsyncCaches), when it runs without the translator.
+func (c *Controller) StartCaches(ctx context.Context) error {
+	defer utilruntime.HandleCrash()
+	defer c.queue.ShutDown()
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("controller", ControllerName+"-caches"))
+	if !c.startCaches(ctx) {
+		return ctx.Err()
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// startCaches starts the informers, waits for them, then starts the view of the mailboxes; false
+// if ctx ended first.
+func (c *Controller) startCaches(ctx context.Context) bool {
+	for _, inf := range []espw.SharedInformer{c.placements, c.slices, c.customizers, c.syncTargets, c.locations, c.bindings} {
+		go inf.Run(ctx.Done())
+	}
+	c.workload.start(ctx)
+	if !cache.WaitForCacheSync(ctx.Done(), c.HasSynced) {
+		return false
+	}
+	go c.view.start(ctx, c)
+	return true
 }
 
 // HasSynced says whether every informer has synced.

@@ -43,13 +43,13 @@ type Fleet struct {
 // silent syncer go stale in seconds.
 func NewFleet(t *testing.T, regions map[string]string) *Fleet {
 	t.Helper()
-	return newFleet(t, regions, "mailbox,scheduler,placement-translator,status-summarizer")
+	return newFleet(t, regions, "mailbox,scheduler,placement-translator,upsync,status-summarizer")
 }
 
 // NewFleetWithArgs is NewFleet with more arguments for edge-controller-manager, such as -v=10.
 func NewFleetWithArgs(t *testing.T, regions map[string]string, ecmArgs ...string) *Fleet {
 	t.Helper()
-	return newFleet(t, regions, "mailbox,scheduler,placement-translator,status-summarizer", ecmArgs...)
+	return newFleet(t, regions, "mailbox,scheduler,placement-translator,upsync,status-summarizer", ecmArgs...)
 }
 
 // NewMailboxFleet is NewFleet with edge-controller-manager running the mailbox controller only:
@@ -64,7 +64,7 @@ func NewMailboxFleet(t *testing.T, regions map[string]string) *Fleet {
 // makes of its kubeconfig (a RefusingProxy's Through, say).
 func NewFleetThrough(t *testing.T, regions map[string]string, through func(t testing.TB, kubeconfig string) string) *Fleet {
 	t.Helper()
-	return newFleetThrough(t, regions, "mailbox,scheduler,placement-translator,status-summarizer", through)
+	return newFleetThrough(t, regions, "mailbox,scheduler,placement-translator,upsync,status-summarizer", through)
 }
 
 func newFleet(t *testing.T, regions map[string]string, controllers string, ecmArgs ...string) *Fleet {

@@ -426,7 +426,7 @@ func (b *bench) setUp(ctx context.Context, res *result) error {
 	address := "127.0.0.1:" + strconv.Itoa(ports[0])
 	b.ecmHTTP = address
 	args := []string{"--kubeconfig", b.s.KubeconfigPath, "--espw", b.espw.String(), "--workers", strconv.Itoa(b.cfg.Workers),
-		"--http-address", address, "--controllers", "mailbox,scheduler,placement-translator,status-summarizer"}
+		"--http-address", address, "--controllers", "mailbox,scheduler,placement-translator,upsync,status-summarizer"}
 	if b.cfg.profileDir != "" {
 		b.ecmPprof = "127.0.0.1:" + strconv.Itoa(ports[1])
 		args = append(args, "--profiler-address", b.ecmPprof)

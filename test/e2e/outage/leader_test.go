@@ -121,7 +121,7 @@ func TestLeaderKilledMidFanOut(t *testing.T) {
 	made := framework.StartLogicalPClusters(t, names...)
 	f := setUp(t, regions)
 	second := framework.StartControllerManagerNoWait(t, f.ESPW, append([]string{"--controllers",
-		"mailbox,scheduler,placement-translator,status-summarizer"}, framework.FleetHeartbeatArgs...)...)
+		"mailbox,scheduler,placement-translator,upsync,status-summarizer"}, framework.FleetHeartbeatArgs...)...)
 	framework.Eventually(t, 30*time.Second, func() (bool, string) {
 		code, body, err := second.Readyz()
 		return err == nil && strings.Contains(body, "standing by"), fmt.Sprintf("second replica /readyz: %d %q %v", code, body, err)

@@ -68,7 +68,7 @@ func TestPlacementAcrossShards(t *testing.T) {
 		c.CreateWorkspaceOn(t, imws[s.Name], s.Name)
 		framework.KubectlEdge(t, "ensure", "imw", imws[s.Name].String(), "--espw", espw.String()).MustSucceed(t)
 	}
-	framework.StartControllerManager(t, espw, append([]string{"--controllers", "mailbox,scheduler,placement-translator,status-summarizer"},
+	framework.StartControllerManager(t, espw, append([]string{"--controllers", "mailbox,scheduler,placement-translator,upsync,status-summarizer"},
 		framework.FleetHeartbeatArgs...)...)
 
 	// SyncTargets in turn in each inventory workspace, until the mailboxes are on both shards.

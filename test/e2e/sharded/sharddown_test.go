@@ -90,7 +90,7 @@ func TestShardDown(t *testing.T) {
 	c.CreateWorkspaceOn(t, imw, root.Name)
 	framework.KubectlEdge(t, "ensure", "wmw", wmw.String(), "--espw", espw.String()).MustSucceed(t)
 	framework.KubectlEdge(t, "ensure", "imw", imw.String(), "--espw", espw.String()).MustSucceed(t)
-	ecm := framework.StartControllerManager(t, espw, append([]string{"--controllers", "mailbox,scheduler,placement-translator,status-summarizer"},
+	ecm := framework.StartControllerManager(t, espw, append([]string{"--controllers", "mailbox,scheduler,placement-translator,upsync,status-summarizer"},
 		framework.FleetHeartbeatArgs...)...)
 
 	// SyncTargets until each shard holds a mailbox, each with an edge cluster and a syncer.

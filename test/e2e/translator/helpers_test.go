@@ -71,7 +71,7 @@ func setUp(t *testing.T) *fleet {
 			f.destinations[imw+"/"+name] = region
 		}
 	}
-	f.ecm = framework.StartControllerManager(t, f.espw, "--controllers", "mailbox,scheduler,placement-translator")
+	f.ecm = framework.StartControllerManager(t, f.espw, "--controllers", "mailbox,scheduler,placement-translator,upsync")
 	return f
 }
 
