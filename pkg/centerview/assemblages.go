@@ -1,9 +1,14 @@
-// Package centerview holds the caches that the center's controllers share instead of each
-// keeping its own. Today: one watch of the Assemblages of every mailbox, through the virtual
-// workspace of mailbox.edge.kcp.io on each shard, read by the placement translator (what each
-// mailbox holds, the rollouts' progress) and by the status summarizer (what the edges report).
-// Two watches of every assemblage cost edge-controller-manager the decoding of every event twice,
-// and kcp the encoding of it for two watchers.
+// Package centerview is what the center's controllers read of kcp, and share:
+//
+//   - Endpoints follows the APIExportEndpointSlice of one of the ESPW's exports (one virtual
+//     workspace per shard that holds a binding of it), and Informer runs a cluster-aware
+//     informer on every one of those URLs, adding a shard's as it appears;
+//   - NewAssemblages is one watch of the Assemblages of every mailbox, read by the placement
+//     translator (what each mailbox holds, the rollouts' progress) and by the status summarizer
+//     (what the edges report): two watches of every assemblage cost edge-controller-manager the
+//     decoding of every event twice, and kcp the encoding of it for two watchers;
+//   - UpsyncCaches is what the up-sync return path reads of the translator's caches, so that
+//     neither controller imports the other.
 package centerview
 
 import (
@@ -18,7 +23,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
-	"github.com/kcp-dev/edge-mc/pkg/espw"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
@@ -43,7 +47,7 @@ var assemblagesGVR = edgev1alpha1.SchemeGroupVersion.WithResource("assemblages")
 // NewAssemblages makes the informer of the assemblages of every mailbox, on the virtual
 // workspaces that mailbox follows. Its cache holds slim typed assemblages (Slim); run it with
 // Run, as many times as there are readers: it starts once.
-func NewAssemblages(mailbox *espw.Endpoints) espw.SharedInformer {
+func NewAssemblages(mailbox *Endpoints) SharedInformer {
 	inf := mailbox.NewInformer(assemblagesGVR, resyncPeriod, Indexers(), nil)
 	_ = inf.SetTransform(Slim)
 	return inf
@@ -57,7 +61,7 @@ func Indexers() cache.Indexers {
 			if a == nil || a.Spec.Placement.Name == "" {
 				return nil, nil
 			}
-			return []string{PlacementKey(a.Spec.Placement.Cluster, a.Spec.Placement.Name)}, nil
+			return []string{ByPlacementKey(a.Spec.Placement.Cluster, a.Spec.Placement.Name)}, nil
 		},
 		ByObject: func(obj any) ([]string, error) {
 			a := AsAssemblage(obj)
@@ -74,8 +78,8 @@ func Indexers() cache.Indexers {
 	}
 }
 
-// PlacementKey is the ByPlacement key of a placement.
-func PlacementKey(cluster, name string) string { return cluster + "|" + name }
+// ByPlacementKey is the ByPlacement key of a placement.
+func ByPlacementKey(cluster, name string) string { return cluster + "|" + name }
 
 // AsAssemblage returns the assemblage an event or a cache entry holds, deletions whose final
 // state is unknown included; nil for anything else.

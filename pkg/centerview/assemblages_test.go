@@ -140,7 +140,7 @@ func TestSlimKeepsWhatBothReadersRead(t *testing.T) {
 		t.Error("the transform changed the object it was given")
 	}
 	idx, _ := Indexers()[ByPlacement](a)
-	if len(idx) != 1 || idx[0] != PlacementKey("ws1", "p1") {
+	if len(idx) != 1 || idx[0] != ByPlacementKey("ws1", "p1") {
 		t.Errorf("ByPlacement = %v", idx)
 	}
 }

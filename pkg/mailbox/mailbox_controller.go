@@ -14,7 +14,7 @@
 //
 // It sees SyncTargets through the virtual workspaces of the APIExport edge.kcp.io, heartbeat
 // Leases and SyncerConfigs through those of mailbox.edge.kcp.io (one per shard that holds a
-// binding; see espw.Endpoints), and the mailbox workspaces with a watch on the ESPW: one watch
+// binding; see centerview.Endpoints), and the mailbox workspaces with a watch on the ESPW: one watch
 // each per shard, however many edge clusters.
 package mailbox
 
@@ -42,8 +42,8 @@ import (
 	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/centerview"
 	"github.com/kcp-dev/edge-mc/pkg/controllerkit"
-	"github.com/kcp-dev/edge-mc/pkg/espw"
 )
 
 // ControllerName names the controller in logs, metrics and --controllers.
@@ -78,10 +78,10 @@ type Config struct {
 	Kube kcpkubernetesclientset.ClusterInterface
 	// Edge follows the virtual workspaces of the APIExport edge.kcp.io (one per shard that
 	// holds a binding of it), and writes SyncTarget status through the one that serves each.
-	Edge *espw.Endpoints
+	Edge *centerview.Endpoints
 	// Mailbox follows those of mailbox.edge.kcp.io, which kcp publishes on a shard once a
 	// mailbox there binds it.
-	Mailbox *espw.Endpoints
+	Mailbox *centerview.Endpoints
 	// Workers is the number of reconciles at once.
 	Workers int
 	// MaxSetups bounds the mailboxes being set up at once (default DefaultMaxSetups).
@@ -100,12 +100,12 @@ type Controller struct {
 	cfg   Config
 	queue *controllerkit.Queue[queueKey]
 
-	syncTargets espw.SharedInformer
+	syncTargets centerview.SharedInformer
 	mailboxes   cache.SharedIndexInformer
 	// leases watches the heartbeats, and configs the syncers' reports in their SyncerConfigs,
 	// in the mailboxes of every shard.
-	leases  espw.SharedInformer
-	configs espw.SharedInformer
+	leases  centerview.SharedInformer
+	configs centerview.SharedInformer
 
 	// contents records, per mailbox workspace UID, how far this process got in setting up its
 	// contents, so that heartbeats cost no reads in the mailbox and a mailbox waiting for its

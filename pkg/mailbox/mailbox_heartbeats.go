@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
-	"github.com/kcp-dev/edge-mc/pkg/espw"
+	"github.com/kcp-dev/edge-mc/pkg/centerview"
 )
 
 // watchHeartbeats makes the informers on the syncers' heartbeat Leases in every mailbox, and on
@@ -30,7 +30,7 @@ func (c *Controller) watchHeartbeats() error {
 	// mailbox holds one SyncerConfig anyway.
 	c.configs = c.cfg.Mailbox.NewInformer(syncerConfigsGVR, resyncPeriod, nil, nil)
 	_ = c.configs.SetTransform(slimSyncerReport)
-	for _, inf := range []espw.SharedInformer{c.leases, c.configs} {
+	for _, inf := range []centerview.SharedInformer{c.leases, c.configs} {
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    c.enqueueLeaseOwner,
 			UpdateFunc: func(_, obj any) { c.enqueueLeaseOwner(obj) },

@@ -10,7 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
-	"github.com/kcp-dev/edge-mc/pkg/espw"
+	"github.com/kcp-dev/edge-mc/pkg/centerview"
 )
 
 // checkOrphan deletes the mailbox workspace with the given name if no SyncTarget owns it any
@@ -36,7 +36,7 @@ func (c *Controller) checkOrphan(ctx context.Context, name string) error {
 	if len(owners) > 0 {
 		return nil
 	}
-	if !espw.Complete(c.syncTargets) {
+	if !centerview.Complete(c.syncTargets) {
 		// A shard's virtual workspace that appeared since the start has not listed its
 		// SyncTargets yet (or its shard has not answered yet): the owner may be among them.
 		return fmt.Errorf("not deciding yet whether mailbox %s is an orphan: the SyncTargets of a virtual workspace of %s that appeared since the start are still being listed",

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
-	"github.com/kcp-dev/edge-mc/pkg/espw"
+	"github.com/kcp-dev/edge-mc/pkg/centerview"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
@@ -50,7 +50,7 @@ const unreachableRecheck = 10 * time.Second
 // is kept as it is, so that the outage's start that it names survives a restart of
 // edge-controller-manager (which sees the shard fail only from its own start). It returns when
 // to look again.
-func unreachableStatusAt(now time.Time, grace time.Duration, status *edgev1alpha1.SyncTargetStatus, mailbox fmt.Stringer, outage espw.ShardOutage, renewed *time.Time) time.Duration {
+func unreachableStatusAt(now time.Time, grace time.Duration, status *edgev1alpha1.SyncTargetStatus, mailbox fmt.Stringer, outage centerview.ShardOutage, renewed *time.Time) time.Duration {
 	if c := meta.FindStatusCondition(status.Conditions, edgev1alpha1.SyncTargetSyncerReady); c != nil && c.Reason == edgev1alpha1.ReasonMailboxUnreachable {
 		return unreachableRecheck
 	}
@@ -100,10 +100,10 @@ func versionText(v string) string {
 }
 
 // mailboxOutage says whether the shard that holds the mailbox with the given logical cluster
-// does not answer (see espw.Endpoints.Outage).
-func (c *Controller) mailboxOutage(ctx context.Context, mailbox logicalcluster.Name) (espw.ShardOutage, bool) {
+// does not answer (see centerview.Endpoints.Outage).
+func (c *Controller) mailboxOutage(ctx context.Context, mailbox logicalcluster.Name) (centerview.ShardOutage, bool) {
 	if c.cfg.Mailbox == nil {
-		return espw.ShardOutage{}, false
+		return centerview.ShardOutage{}, false
 	}
 	return c.cfg.Mailbox.Outage(ctx, mailbox)
 }

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
-	"github.com/kcp-dev/edge-mc/pkg/espw"
+	"github.com/kcp-dev/edge-mc/pkg/centerview"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
@@ -107,7 +107,7 @@ func TestUnreachableStatus(t *testing.T) {
 	now := time.Date(2026, 11, 26, 5, 0, 0, 0, time.UTC)
 	const grace = 20 * time.Second
 	at := func(ago time.Duration) *time.Time { t := now.Add(-ago); return &t }
-	outage := espw.ShardOutage{Shard: "shard-1", URL: "https://127.0.0.1:6444/services/apiexport/x/mailbox.edge.kcp.io",
+	outage := centerview.ShardOutage{Shard: "shard-1", URL: "https://127.0.0.1:6444/services/apiexport/x/mailbox.edge.kcp.io",
 		Since: now.Add(-15 * time.Second), Err: "connection refused"}
 	mailbox := logicalcluster.NewPath("root:espw:abc-mb-123")
 
@@ -141,7 +141,7 @@ func TestUnreachableStatus(t *testing.T) {
 	// edge-controller-manager started again sees the shard fail from its own start and no
 	// heartbeat: the condition keeps the outage's start it named.
 	restarted := status.DeepCopy()
-	unreachableStatusAt(now.Add(time.Minute), grace, restarted, mailbox, espw.ShardOutage{Shard: "shard-1", Since: now.Add(time.Minute)}, nil)
+	unreachableStatusAt(now.Add(time.Minute), grace, restarted, mailbox, centerview.ShardOutage{Shard: "shard-1", Since: now.Add(time.Minute)}, nil)
 	if !equality.Semantic.DeepEqual(status, restarted) {
 		t.Errorf("a restart's view of the outage changed the status: %+v -> %+v", status, restarted)
 	}

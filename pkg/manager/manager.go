@@ -33,7 +33,6 @@ import (
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 	"github.com/kcp-dev/edge-mc/pkg/centerview"
 	"github.com/kcp-dev/edge-mc/pkg/controllerkit"
-	"github.com/kcp-dev/edge-mc/pkg/espw"
 	"github.com/kcp-dev/edge-mc/pkg/health"
 	"github.com/kcp-dev/edge-mc/pkg/mailbox"
 	placementtranslator "github.com/kcp-dev/edge-mc/pkg/placement-translator"
@@ -225,9 +224,9 @@ func runRound(ctx context.Context, o Options, ready *atomic.Pointer[string]) err
 		// One follower per export: each watches its APIExportEndpointSlice, whose URLs (one
 		// virtual workspace per shard that holds a binding of the export) come and go while
 		// the controllers run; the controllers' informers run on every URL.
-		exports := map[string]*espw.Endpoints{}
+		exports := map[string]*centerview.Endpoints{}
 		for _, export := range []string{edgev1alpha1.EdgeAPIExportName, edgev1alpha1.MailboxAPIExportName, edgev1alpha1.WorkloadsAPIExportName} {
-			e, err := espw.NewEndpoints(kcp, o.ESPW, export, base)
+			e, err := centerview.NewEndpoints(kcp, o.ESPW, export, base)
 			if err != nil {
 				return nil, err
 			}

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
-	"github.com/kcp-dev/edge-mc/pkg/espw"
+	"github.com/kcp-dev/edge-mc/pkg/centerview"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
@@ -36,7 +36,7 @@ const problemNoConsent = "ClaimNotAccepted"
 func (c *Controller) notConsented(cluster string) map[schema.GroupResource]string {
 	items, _ := c.bindings.GetIndexer().ByIndex(kcpcache.ClusterIndexName, kcpcache.ClusterIndexKey(logicalcluster.Name(cluster)))
 	for _, item := range items {
-		u := espw.AsUnstructured(item)
+		u := centerview.AsUnstructured(item)
 		if u == nil {
 			continue
 		}

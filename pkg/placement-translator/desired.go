@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
-	"github.com/kcp-dev/edge-mc/pkg/espw"
+	"github.com/kcp-dev/edge-mc/pkg/centerview"
 	"github.com/kcp-dev/edge-mc/pkg/placement-translator/customize"
 	"github.com/kcp-dev/edge-mc/pkg/placement-translator/projection"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
@@ -120,7 +120,7 @@ func (c *Controller) computeDesired(mailbox string, current map[copyKey]copyReco
 			continue
 		}
 		placement := &edgev1alpha1.EdgePlacement{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(espw.AsUnstructured(item).Object, placement); err != nil {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(centerview.AsUnstructured(item).Object, placement); err != nil {
 			continue
 		}
 		d.placements = append(d.placements, pk)
@@ -195,7 +195,7 @@ func (c *Controller) destinationsOf(mailbox string) map[placementKey]edgev1alpha
 	out := map[placementKey]edgev1alpha1.SinglePlacement{}
 	items, _ := c.slices.GetIndexer().ByIndex(byMailbox, mailbox)
 	for _, item := range items {
-		u := espw.AsUnstructured(item)
+		u := centerview.AsUnstructured(item)
 		pk, ok := sliceOwner(u)
 		if !ok {
 			continue
@@ -211,11 +211,11 @@ func (c *Controller) destinationsOf(mailbox string) map[placementKey]edgev1alpha
 func (c *Controller) parameters(dest edgev1alpha1.SinglePlacement) customize.Parameters {
 	var p customize.Parameters
 	if item, ok, _ := c.syncTargets.GetIndexer().GetByKey(kcpcache.ToClusterAwareKey(dest.Cluster, "", dest.SyncTargetName)); ok {
-		u := espw.AsUnstructured(item)
+		u := centerview.AsUnstructured(item)
 		p.SyncTargetLabels, p.SyncTargetAnnotations = u.GetLabels(), u.GetAnnotations()
 	}
 	if item, ok, _ := c.locations.GetIndexer().GetByKey(kcpcache.ToClusterAwareKey(dest.Cluster, "", dest.LocationName)); ok {
-		u := espw.AsUnstructured(item)
+		u := centerview.AsUnstructured(item)
 		p.LocationLabels, p.LocationAnnotations = u.GetLabels(), u.GetAnnotations()
 	}
 	return p
@@ -311,7 +311,7 @@ func (c *Controller) revisionOf(p *edgev1alpha1.EdgePlacement, selected map[copy
 				ns, name = name[:i], name[i+1:]
 			}
 			if item, ok, _ := c.customizers.GetIndexer().GetByKey(kcpcache.ToClusterAwareKey(logicalcluster.From(wo.obj).String(), ns, name)); ok {
-				entry += "/" + c.sanitizedHash(espw.AsUnstructured(item))
+				entry += "/" + c.sanitizedHash(centerview.AsUnstructured(item))
 			}
 		}
 		content[key.String()] = entry
@@ -354,7 +354,7 @@ func (c *Controller) makeCopy(wo workloadObject, params customize.Parameters) (*
 			return nil, &projectionError{problemCustomization, fmt.Sprintf("%s names Customizer %s/%s (annotation %s), which does not exist", id, ns, name, edgev1alpha1.AnnotationCustomizer)}
 		}
 		customizer = &edgev1alpha1.Customizer{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(espw.AsUnstructured(item).Object, customizer); err != nil {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(centerview.AsUnstructured(item).Object, customizer); err != nil {
 			return nil, &projectionError{problemCustomization, fmt.Sprintf("decoding Customizer %s/%s: %v", ns, name, err)}
 		}
 	}

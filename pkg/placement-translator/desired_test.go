@@ -9,7 +9,7 @@ import (
 
 	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
 	kcpinformers "github.com/kcp-dev/apimachinery/v2/third_party/informers"
-	"github.com/kcp-dev/edge-mc/pkg/espw"
+	"github.com/kcp-dev/edge-mc/pkg/centerview"
 	apisv1alpha2 "github.com/kcp-dev/sdk/apis/apis/v1alpha2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -121,14 +121,14 @@ func newTestWorld(t *testing.T) *testWorld {
 		bindings:    newTestInformer(cache.Indexers{}),
 	}
 	c.decodedSlices = newSliceDecoder(nil)
-	c.workload = &sources{c: c, resources: resources, informers: map[schema.GroupVersionResource]espw.SharedInformer{}, custom: map[customKey]*customSource{}}
+	c.workload = &sources{c: c, resources: resources, informers: map[schema.GroupVersionResource]centerview.SharedInformer{}, custom: map[customKey]*customSource{}}
 	for _, r := range resources {
 		c.workload.informers[r.gvr] = newTestInformer(cache.Indexers{})
 	}
 	return &testWorld{c: c}
 }
 
-func (w *testWorld) add(t *testing.T, inf espw.SharedInformer, u *unstructured.Unstructured) {
+func (w *testWorld) add(t *testing.T, inf centerview.SharedInformer, u *unstructured.Unstructured) {
 	t.Helper()
 	if err := inf.GetIndexer().Add(u); err != nil {
 		t.Fatal(err)

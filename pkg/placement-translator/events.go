@@ -10,7 +10,7 @@ import (
 	"github.com/kcp-dev/logicalcluster/v3"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
-	"github.com/kcp-dev/edge-mc/pkg/espw"
+	"github.com/kcp-dev/edge-mc/pkg/centerview"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
@@ -69,7 +69,7 @@ func (c *Controller) workloadChanged(obj *unstructured.Unstructured) {
 	cluster := logicalcluster.From(obj)
 	placements, _ := c.placements.GetIndexer().ByIndex(kcpcache.ClusterIndexName, kcpcache.ClusterIndexKey(cluster))
 	for _, p := range placements {
-		if u := espw.AsUnstructured(p); u != nil {
+		if u := centerview.AsUnstructured(p); u != nil {
 			c.enqueuePlacementMailboxes(placementKey{cluster.String(), u.GetName()})
 		}
 	}
@@ -93,7 +93,7 @@ func (c *Controller) locationChanged(_, obj *unstructured.Unstructured) {
 	cluster := logicalcluster.From(obj).String()
 	slices, _ := c.slices.GetIndexer().ByIndex(byLocation, cluster+"|"+obj.GetName())
 	for _, s := range slices {
-		for _, d := range edgev1alpha1.SliceDestinations(espw.AsUnstructured(s)) {
+		for _, d := range edgev1alpha1.SliceDestinations(centerview.AsUnstructured(s)) {
 			if d.Cluster == cluster && d.LocationName == obj.GetName() {
 				c.queue.Add(queueKey{mailbox: mailboxName(d)})
 			}
@@ -104,7 +104,7 @@ func (c *Controller) locationChanged(_, obj *unstructured.Unstructured) {
 func (c *Controller) enqueuePlacementMailboxes(key placementKey) {
 	slices, _ := c.slices.GetIndexer().ByIndex(byPlacement, key.String())
 	for _, s := range slices {
-		for _, d := range edgev1alpha1.SliceDestinations(espw.AsUnstructured(s)) {
+		for _, d := range edgev1alpha1.SliceDestinations(centerview.AsUnstructured(s)) {
 			c.queue.Add(queueKey{mailbox: mailboxName(d)})
 		}
 	}
@@ -113,7 +113,7 @@ func (c *Controller) enqueuePlacementMailboxes(key placementKey) {
 // sliceMailboxes is the byMailbox index function.
 func sliceMailboxes(obj any) ([]string, error) {
 	var names []string
-	for _, d := range edgev1alpha1.SliceDestinations(espw.AsUnstructured(obj)) {
+	for _, d := range edgev1alpha1.SliceDestinations(centerview.AsUnstructured(obj)) {
 		names = append(names, mailboxName(d))
 	}
 	return names, nil
@@ -123,7 +123,7 @@ func sliceMailboxes(obj any) ([]string, error) {
 func sliceLocations(obj any) ([]string, error) {
 	seen := map[string]bool{}
 	var keys []string
-	for _, d := range edgev1alpha1.SliceDestinations(espw.AsUnstructured(obj)) {
+	for _, d := range edgev1alpha1.SliceDestinations(centerview.AsUnstructured(obj)) {
 		if k := d.Cluster + "|" + d.LocationName; !seen[k] {
 			seen[k] = true
 			keys = append(keys, k)
@@ -134,7 +134,7 @@ func sliceLocations(obj any) ([]string, error) {
 
 // slicePlacement is the byPlacement index function.
 func slicePlacement(obj any) ([]string, error) {
-	if key, ok := sliceOwner(espw.AsUnstructured(obj)); ok {
+	if key, ok := sliceOwner(centerview.AsUnstructured(obj)); ok {
 		return []string{key.String()}, nil
 	}
 	return nil, nil
@@ -156,7 +156,7 @@ func sliceOwner(u *unstructured.Unstructured) (placementKey, bool) {
 // syncTargetMailbox is the syncTargetsByMailbox index function: the mailbox workspace name of the
 // SyncTarget.
 func syncTargetMailbox(obj any) ([]string, error) {
-	u := espw.AsUnstructured(obj)
+	u := centerview.AsUnstructured(obj)
 	if u == nil {
 		return nil, nil
 	}

@@ -23,7 +23,7 @@ import (
 	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
-	"github.com/kcp-dev/edge-mc/pkg/espw"
+	"github.com/kcp-dev/edge-mc/pkg/centerview"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
@@ -522,7 +522,7 @@ func (c *Controller) deletePart(ctx context.Context, mb logicalcluster.Path, nam
 func (c *Controller) syncTargetOfMailbox(name string) *unstructured.Unstructured {
 	items, _ := c.syncTargets.GetIndexer().ByIndex(syncTargetsByMailbox, name)
 	for _, item := range items {
-		if u := espw.AsUnstructured(item); u != nil {
+		if u := centerview.AsUnstructured(item); u != nil {
 			return u
 		}
 	}

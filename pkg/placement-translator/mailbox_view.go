@@ -18,7 +18,6 @@ import (
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 	"github.com/kcp-dev/edge-mc/pkg/centerview"
-	"github.com/kcp-dev/edge-mc/pkg/espw"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
@@ -36,9 +35,9 @@ var (
 type mailboxView struct {
 	mu          sync.Mutex
 	started     bool
-	assemblages espw.SharedInformer
-	parts       espw.SharedInformer
-	configs     espw.SharedInformer
+	assemblages centerview.SharedInformer
+	parts       centerview.SharedInformer
+	configs     centerview.SharedInformer
 }
 
 // start runs the informers, on the virtual workspace of every shard that holds a mailbox (kcp
@@ -47,13 +46,13 @@ type mailboxView struct {
 func (v *mailboxView) start(ctx context.Context, c *Controller) {
 	logger := klog.FromContext(ctx).WithValues("export", edgev1alpha1.MailboxAPIExportName)
 	logger.Info("watching the assemblages and SyncerConfigs of all mailboxes through the virtual workspaces")
-	newInformer := func(gvr schema.GroupVersionResource, transform cache.TransformFunc) espw.SharedInformer {
+	newInformer := func(gvr schema.GroupVersionResource, transform cache.TransformFunc) centerview.SharedInformer {
 		inf := c.cfg.Mailbox.NewInformer(gvr, resyncPeriod, cache.Indexers{}, nil)
 		_ = inf.SetTransform(transform)
 		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { c.mailboxObjectChanged(espw.AsUnstructured(obj)) },
-			UpdateFunc: func(_, obj any) { c.mailboxObjectChanged(espw.AsUnstructured(obj)) },
-			DeleteFunc: func(obj any) { c.mailboxObjectChanged(espw.AsUnstructured(obj)) },
+			AddFunc:    func(obj any) { c.mailboxObjectChanged(centerview.AsUnstructured(obj)) },
+			UpdateFunc: func(_, obj any) { c.mailboxObjectChanged(centerview.AsUnstructured(obj)) },
+			DeleteFunc: func(obj any) { c.mailboxObjectChanged(centerview.AsUnstructured(obj)) },
 		})
 		return inf
 	}
@@ -86,7 +85,7 @@ func (v *mailboxView) start(ctx context.Context, c *Controller) {
 	}
 	parts := newInformer(assemblagePartsGVR, slimPart)
 	configs := newInformer(syncerConfigGVR, slimSyncerConfig)
-	for _, inf := range []espw.SharedInformer{assemblages, parts, configs} {
+	for _, inf := range []centerview.SharedInformer{assemblages, parts, configs} {
 		go inf.Run(ctx.Done())
 	}
 	v.mu.Lock()
@@ -144,7 +143,7 @@ func (v *mailboxView) assemblagesOfPlacement(pk placementKey) map[string]*edgev1
 	if inf == nil {
 		return out
 	}
-	items, _ := inf.GetIndexer().ByIndex(centerview.ByPlacement, centerview.PlacementKey(pk.cluster, pk.name))
+	items, _ := inf.GetIndexer().ByIndex(centerview.ByPlacement, centerview.ByPlacementKey(pk.cluster, pk.name))
 	for _, item := range items {
 		a := centerview.AsAssemblage(item)
 		if a == nil {
@@ -168,11 +167,11 @@ func (v *mailboxView) hasSynced() bool {
 }
 
 // inMailbox returns the cached objects of an informer in one mailbox.
-func inMailbox(inf espw.SharedInformer, cluster logicalcluster.Name) []*unstructured.Unstructured {
+func inMailbox(inf centerview.SharedInformer, cluster logicalcluster.Name) []*unstructured.Unstructured {
 	items, _ := inf.GetIndexer().ByIndex(kcpcache.ClusterIndexName, kcpcache.ClusterIndexKey(cluster))
 	out := make([]*unstructured.Unstructured, 0, len(items))
 	for _, item := range items {
-		if u := espw.AsUnstructured(item); u != nil {
+		if u := centerview.AsUnstructured(item); u != nil {
 			out = append(out, u)
 		}
 	}

@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
-	"github.com/kcp-dev/edge-mc/pkg/espw"
+	"github.com/kcp-dev/edge-mc/pkg/centerview"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
@@ -128,7 +128,7 @@ func (c *Controller) placementOf(pk placementKey) *edgev1alpha1.EdgePlacement {
 		return nil
 	}
 	p := &edgev1alpha1.EdgePlacement{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(espw.AsUnstructured(item).Object, p); err != nil {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(centerview.AsUnstructured(item).Object, p); err != nil {
 		return nil
 	}
 	return p
@@ -206,7 +206,7 @@ func (c *Controller) rolloutDestinations(pk placementKey, r *placementRollout, n
 			if rd.labels == nil {
 				rd.labels = map[string]string{}
 			}
-			maps.Copy(rd.labels, espw.AsUnstructured(loc).GetLabels())
+			maps.Copy(rd.labels, centerview.AsUnstructured(loc).GetLabels())
 		}
 		if res, ok := r.reserved[mb]; ok {
 			switch {
@@ -264,7 +264,7 @@ func (c *Controller) destinationsOfPlacement(pk placementKey) map[string]edgev1a
 	out := map[string]edgev1alpha1.SinglePlacement{}
 	slices, _ := c.slices.GetIndexer().ByIndex(byPlacement, pk.String())
 	for _, s := range slices {
-		for _, d := range c.decodedSlices.destinations(espw.AsUnstructured(s)) {
+		for _, d := range c.decodedSlices.destinations(centerview.AsUnstructured(s)) {
 			out[mailboxName(d)] = d
 		}
 	}

@@ -18,9 +18,8 @@ import (
 	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
-	"github.com/kcp-dev/edge-mc/pkg/espw"
+	"github.com/kcp-dev/edge-mc/pkg/centerview"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
-	"github.com/kcp-dev/edge-mc/pkg/upsync"
 )
 
 // resource is a kind of workload object.
@@ -81,7 +80,7 @@ func hasVerbs(have []string, want ...string) bool {
 type sources struct {
 	c         *Controller
 	resources []resource
-	informers map[schema.GroupVersionResource]espw.SharedInformer
+	informers map[schema.GroupVersionResource]centerview.SharedInformer
 
 	// unservedMu guards unserved: resources whose last list failed because the virtual
 	// workspace does not serve them (yet): kcp serves a claimed kind of another export only
@@ -101,15 +100,15 @@ type customKey struct {
 
 type customSource struct {
 	resource resource
-	informer espw.SharedInformer
+	informer centerview.SharedInformer
 	stop     context.CancelFunc
 }
 
 func newSources(c *Controller, resources []resource) *sources {
-	s := &sources{c: c, resources: resources, informers: map[schema.GroupVersionResource]espw.SharedInformer{},
+	s := &sources{c: c, resources: resources, informers: map[schema.GroupVersionResource]centerview.SharedInformer{},
 		unserved: map[schema.GroupVersionResource]bool{}, custom: map[customKey]*customSource{}}
 	for _, r := range resources {
-		inf := c.cfg.Edge.NewInformer(r.gvr, resyncPeriod, upsync.WorkloadIndexers(), nil)
+		inf := c.cfg.Edge.NewInformer(r.gvr, resyncPeriod, centerview.WorkloadIndexers(), nil)
 		gvr := r.gvr
 		_ = inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
 			s.unservedMu.Lock()
@@ -119,9 +118,9 @@ func newSources(c *Controller, resources []resource) *sources {
 		_, _ = inf.AddEventHandler(c.workloadHandler())
 		if r.gvr.GroupResource() == crdsGVR.GroupResource() {
 			_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-				AddFunc:    func(obj any) { s.crdChanged(espw.AsUnstructured(obj), false) },
-				UpdateFunc: func(_, obj any) { s.crdChanged(espw.AsUnstructured(obj), false) },
-				DeleteFunc: func(obj any) { s.crdChanged(espw.AsUnstructured(obj), true) },
+				AddFunc:    func(obj any) { s.crdChanged(centerview.AsUnstructured(obj), false) },
+				UpdateFunc: func(_, obj any) { s.crdChanged(centerview.AsUnstructured(obj), false) },
+				DeleteFunc: func(obj any) { s.crdChanged(centerview.AsUnstructured(obj), true) },
 			})
 		}
 		s.informers[r.gvr] = inf
@@ -230,9 +229,9 @@ func (c *Controller) workloadHandler() cache.ResourceEventHandler {
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { changed(nil, espw.AsUnstructured(obj)) },
-		UpdateFunc: func(old, obj any) { changed(espw.AsUnstructured(old), espw.AsUnstructured(obj)) },
-		DeleteFunc: func(obj any) { changed(nil, espw.AsUnstructured(obj)) },
+		AddFunc:    func(obj any) { changed(nil, centerview.AsUnstructured(obj)) },
+		UpdateFunc: func(old, obj any) { changed(centerview.AsUnstructured(old), centerview.AsUnstructured(obj)) },
+		DeleteFunc: func(obj any) { changed(nil, centerview.AsUnstructured(obj)) },
 	}
 }
 
@@ -260,7 +259,7 @@ func (s *sources) objectsOf(cluster logicalcluster.Name) (objs []workloadObject,
 	for _, r := range s.resources {
 		items, _ := s.informers[r.gvr].GetIndexer().ByIndex(kcpcache.ClusterIndexName, kcpcache.ClusterIndexKey(cluster))
 		for _, item := range items {
-			if u := espw.AsUnstructured(item); u != nil {
+			if u := centerview.AsUnstructured(item); u != nil {
 				objs = append(objs, workloadObject{r, u})
 			}
 		}
@@ -275,7 +274,7 @@ func (s *sources) objectsOf(cluster logicalcluster.Name) (objs []workloadObject,
 			return nil, false
 		}
 		for _, item := range src.informer.GetStore().List() {
-			if u := espw.AsUnstructured(item); u != nil {
+			if u := centerview.AsUnstructured(item); u != nil {
 				objs = append(objs, workloadObject{src.resource, u})
 			}
 		}
@@ -293,7 +292,7 @@ func (s *sources) namespaceLabels(cluster logicalcluster.Name, name string) map[
 	if !exists {
 		return nil
 	}
-	u := espw.AsUnstructured(item)
+	u := centerview.AsUnstructured(item)
 	if u == nil {
 		return nil
 	}
@@ -353,5 +352,5 @@ func (s *sources) get(gvr schema.GroupVersionResource, cluster, namespace, name 
 	if !exists {
 		return nil, true
 	}
-	return espw.AsUnstructured(item), true
+	return centerview.AsUnstructured(item), true
 }

@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
-	"github.com/kcp-dev/edge-mc/pkg/espw"
+	"github.com/kcp-dev/edge-mc/pkg/centerview"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
@@ -147,7 +147,7 @@ func (c *Controller) writePlacementStatus(ctx context.Context, pk placementKey) 
 		c.rollouts.forget(pk)
 		return 0, nil
 	}
-	u := espw.AsUnstructured(item).DeepCopy()
+	u := centerview.AsUnstructured(item).DeepCopy()
 	p := &edgev1alpha1.EdgePlacement{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, p); err != nil {
 		return 0, nil
@@ -155,7 +155,7 @@ func (c *Controller) writePlacementStatus(ctx context.Context, pk placementKey) 
 	mailboxes := map[string]bool{}
 	slices, _ := c.slices.GetIndexer().ByIndex(byPlacement, pk.String())
 	for _, s := range slices {
-		for _, d := range c.decodedSlices.destinations(espw.AsUnstructured(s)) {
+		for _, d := range c.decodedSlices.destinations(centerview.AsUnstructured(s)) {
 			mailboxes[mailboxName(d)] = true
 		}
 	}

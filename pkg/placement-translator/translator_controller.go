@@ -52,8 +52,8 @@ import (
 	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/centerview"
 	"github.com/kcp-dev/edge-mc/pkg/controllerkit"
-	"github.com/kcp-dev/edge-mc/pkg/espw"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
@@ -97,7 +97,7 @@ type Config struct {
 	// Edge follows the virtual workspaces of edge.kcp.io (one per shard that holds a binding of
 	// it), and writes to each workload workspace through the one that serves it; Mailbox follows
 	// those of mailbox.edge.kcp.io, where mailboxes are read.
-	Edge, Mailbox *espw.Endpoints
+	Edge, Mailbox *centerview.Endpoints
 	// Admin reaches any workspace of kcp with the controller's own credential: mailboxes, and
 	// the custom kinds of workload workspaces.
 	Admin kcpdynamic.ClusterInterface
@@ -110,23 +110,23 @@ type Config struct {
 	HeartbeatInterval time.Duration
 	// Assemblages is the shared cache of the assemblages of every mailbox
 	// (centerview.NewAssemblages), which the status summarizer reads too; nil makes one.
-	Assemblages espw.SharedInformer
+	Assemblages centerview.SharedInformer
 }
 
 // Controller is the placement translator. Create it with NewController and run it with Start.
 type Controller struct {
 	cfg    Config
-	edgeVW espw.ClusterClient
+	edgeVW centerview.ClusterClient
 	queue  *controllerkit.Queue[queueKey]
 
-	placements  espw.SharedInformer
-	slices      espw.SharedInformer
-	customizers espw.SharedInformer
-	syncTargets espw.SharedInformer
-	locations   espw.SharedInformer
+	placements  centerview.SharedInformer
+	slices      centerview.SharedInformer
+	customizers centerview.SharedInformer
+	syncTargets centerview.SharedInformer
+	locations   centerview.SharedInformer
 	// bindings are the APIBindings of the workspaces that bind edge.kcp.io: their accepted
 	// permission claims are their owners' consent (see consent.go).
-	bindings espw.SharedInformer
+	bindings centerview.SharedInformer
 	consent  consentTracker
 
 	// decodedSlices decodes each slice's destinations once per version.
@@ -193,7 +193,7 @@ func NewController(cfg Config) (*Controller, error) {
 		claims:    newVersionMemo[bindingClaims](memoBindings),
 		now:       time.Now,
 	}
-	newInformer := func(gvr schema.GroupVersionResource, indexers cache.Indexers) espw.SharedInformer {
+	newInformer := func(gvr schema.GroupVersionResource, indexers cache.Indexers) centerview.SharedInformer {
 		return cfg.Edge.NewInformer(gvr, resyncPeriod, indexers, nil)
 	}
 	c.placements = newInformer(placementsGVR, cache.Indexers{})
@@ -201,7 +201,7 @@ func NewController(cfg Config) (*Controller, error) {
 	c.decodedSlices = newSliceDecoder(func() map[types.UID]bool {
 		live := map[types.UID]bool{}
 		for _, item := range c.slices.GetStore().List() {
-			if u := espw.AsUnstructured(item); u != nil {
+			if u := centerview.AsUnstructured(item); u != nil {
 				live[u.GetUID()] = true
 			}
 		}
@@ -218,16 +218,16 @@ func NewController(cfg Config) (*Controller, error) {
 	}
 	c.workload = newSources(c, resources)
 
-	handle := func(informer espw.SharedInformer, onChange func(old, obj *unstructured.Unstructured)) error {
+	handle := func(informer centerview.SharedInformer, onChange func(old, obj *unstructured.Unstructured)) error {
 		_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { onChange(nil, espw.AsUnstructured(obj)) },
-			UpdateFunc: func(old, obj any) { onChange(espw.AsUnstructured(old), espw.AsUnstructured(obj)) },
-			DeleteFunc: func(obj any) { onChange(nil, espw.AsUnstructured(obj)) },
+			AddFunc:    func(obj any) { onChange(nil, centerview.AsUnstructured(obj)) },
+			UpdateFunc: func(old, obj any) { onChange(centerview.AsUnstructured(old), centerview.AsUnstructured(obj)) },
+			DeleteFunc: func(obj any) { onChange(nil, centerview.AsUnstructured(obj)) },
 		})
 		return err
 	}
 	for _, h := range []struct {
-		informer espw.SharedInformer
+		informer centerview.SharedInformer
 		onChange func(old, obj *unstructured.Unstructured)
 	}{
 		{c.placements, c.placementChanged},
@@ -248,13 +248,13 @@ func NewController(cfg Config) (*Controller, error) {
 // besides edge.kcp.io's own and kcp's: the claimed workload kinds. It asks every shard's: one
 // serves a kind claimed from workloads.edge.kcp.io only if some binding on its shard accepted the
 // claim. A shard whose virtual workspace appears later is not asked (see docs/operations.md).
-func discoverWorkloadResources(edge *espw.Endpoints) ([]resource, error) {
+func discoverWorkloadResources(edge *centerview.Endpoints) ([]resource, error) {
 	byGVR := map[schema.GroupVersionResource]resource{}
 	var errs []error
 	for _, url := range edge.URLs() {
 		var lists []*metav1.APIResourceList
 		err := wait.ExponentialBackoff(wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Steps: 6}, func() (bool, error) {
-			l, err := espw.DiscoverVirtualWorkspace(edge.Config(url))
+			l, err := centerview.DiscoverVirtualWorkspace(edge.Config(url))
 			if err != nil {
 				return false, nil
 			}
@@ -293,7 +293,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	// Every mailbox that is ready is visited once, so that what was projected before a restart,
 	// and is no longer wanted, goes.
 	for _, obj := range c.syncTargets.GetStore().List() {
-		if name := mailboxOf(espw.AsUnstructured(obj)); name != "" {
+		if name := mailboxOf(centerview.AsUnstructured(obj)); name != "" {
 			c.queue.Add(queueKey{mailbox: name})
 		}
 	}
@@ -317,7 +317,7 @@ func (c *Controller) StartCaches(ctx context.Context) error {
 // startCaches starts the informers, waits for them, then starts the view of the mailboxes; false
 // if ctx ended first.
 func (c *Controller) startCaches(ctx context.Context) bool {
-	for _, inf := range []espw.SharedInformer{c.placements, c.slices, c.customizers, c.syncTargets, c.locations, c.bindings} {
+	for _, inf := range []centerview.SharedInformer{c.placements, c.slices, c.customizers, c.syncTargets, c.locations, c.bindings} {
 		go inf.Run(ctx.Done())
 	}
 	c.workload.start(ctx)
@@ -330,7 +330,7 @@ func (c *Controller) startCaches(ctx context.Context) bool {
 
 // HasSynced says whether every informer has synced.
 func (c *Controller) HasSynced() bool {
-	for _, inf := range []espw.SharedInformer{c.placements, c.slices, c.customizers, c.syncTargets, c.locations, c.bindings} {
+	for _, inf := range []centerview.SharedInformer{c.placements, c.slices, c.customizers, c.syncTargets, c.locations, c.bindings} {
 		if !inf.HasSynced() {
 			return false
 		}

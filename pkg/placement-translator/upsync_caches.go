@@ -10,43 +10,41 @@ import (
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 	"github.com/kcp-dev/edge-mc/pkg/centerview"
-	"github.com/kcp-dev/edge-mc/pkg/espw"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
-	"github.com/kcp-dev/edge-mc/pkg/upsync"
 )
 
 // UpsyncCaches gives the up-sync return path (package upsync) what it reads from the
 // translator's caches: it runs beside the translator, on the same informers.
-func (c *Controller) UpsyncCaches() upsync.Caches {
-	resources := make([]upsync.WorkloadResource, 0, len(c.workload.resources))
+func (c *Controller) UpsyncCaches() centerview.UpsyncCaches {
+	resources := make([]centerview.WorkloadResource, 0, len(c.workload.resources))
 	for _, r := range c.workload.resources {
-		resources = append(resources, upsync.WorkloadResource{GVR: r.gvr, HasStatus: r.hasStatus})
+		resources = append(resources, centerview.WorkloadResource{GVR: r.gvr, HasStatus: r.hasStatus})
 	}
-	return upsync.Caches{
+	return centerview.UpsyncCaches{
 		HasSynced:   c.HasSynced,
 		Placements:  c.placements,
 		Slices:      c.slices,
 		SyncTargets: c.syncTargets,
 		Bindings:    c.bindings,
-		PlacementOfSlice: func(u *unstructured.Unstructured) (upsync.PlacementKey, bool) {
+		PlacementOfSlice: func(u *unstructured.Unstructured) (centerview.PlacementRef, bool) {
 			pk, ok := sliceOwner(u)
-			return upsync.PlacementKey{Cluster: pk.cluster, Name: pk.name}, ok
+			return centerview.PlacementRef{Cluster: pk.cluster, Name: pk.name}, ok
 		},
-		DestinationsOf: func(pk upsync.PlacementKey) []edgev1alpha1.SinglePlacement {
+		DestinationsOf: func(pk centerview.PlacementRef) []edgev1alpha1.SinglePlacement {
 			var out []edgev1alpha1.SinglePlacement
 			for _, d := range c.destinationsOfPlacement(placementKey{pk.Cluster, pk.Name}) {
 				out = append(out, d)
 			}
 			return out
 		},
-		PlacementsAt: func(mb logicalcluster.Name) map[upsync.PlacementKey]edgev1alpha1.SinglePlacement {
+		PlacementsAt: func(mb logicalcluster.Name) map[centerview.PlacementRef]edgev1alpha1.SinglePlacement {
 			st := c.syncTargetOfMailboxCluster(mb)
 			if st == nil {
 				return nil
 			}
-			out := map[upsync.PlacementKey]edgev1alpha1.SinglePlacement{}
+			out := map[centerview.PlacementRef]edgev1alpha1.SinglePlacement{}
 			for pk, d := range c.destinationsOf(transport.MailboxName(logicalcluster.From(st), st.GetUID())) {
-				out[upsync.PlacementKey{Cluster: pk.cluster, Name: pk.name}] = d
+				out[centerview.PlacementRef{Cluster: pk.cluster, Name: pk.name}] = d
 			}
 			return out
 		},
@@ -56,7 +54,7 @@ func (c *Controller) UpsyncCaches() upsync.Caches {
 			if !ok {
 				return ""
 			}
-			return mailboxClusterOf(espw.AsUnstructured(item))
+			return mailboxClusterOf(centerview.AsUnstructured(item))
 		},
 		NotConsented:          c.notConsented,
 		DeliveredByOthersOnly: c.deliveredByOthersOnly,
@@ -64,7 +62,7 @@ func (c *Controller) UpsyncCaches() upsync.Caches {
 			c.namespacesChanged = append(c.namespacesChanged, handler)
 		},
 		WorkloadResources: resources,
-		WorkloadInformer: func(gvr schema.GroupVersionResource) espw.SharedInformer {
+		WorkloadInformer: func(gvr schema.GroupVersionResource) centerview.SharedInformer {
 			return c.workload.informers[gvr]
 		},
 		WorkloadObject:  c.workload.get,
@@ -102,7 +100,7 @@ func (c *Controller) deliveredByOthersOnly(mailbox logicalcluster.Name, cluster,
 func (c *Controller) syncTargetOfMailboxCluster(cluster logicalcluster.Name) *unstructured.Unstructured {
 	items, _ := c.syncTargets.GetIndexer().ByIndex(syncTargetsByMailboxCluster, cluster.String())
 	for _, item := range items {
-		if u := espw.AsUnstructured(item); u != nil {
+		if u := centerview.AsUnstructured(item); u != nil {
 			return u
 		}
 	}
@@ -121,7 +119,7 @@ func mailboxClusterOf(st *unstructured.Unstructured) logicalcluster.Name {
 
 // syncTargetMailboxCluster is the syncTargetsByMailboxCluster index function.
 func syncTargetMailboxCluster(obj any) ([]string, error) {
-	if cluster := mailboxClusterOf(espw.AsUnstructured(obj)); cluster != "" {
+	if cluster := mailboxClusterOf(centerview.AsUnstructured(obj)); cluster != "" {
 		return []string{cluster.String()}, nil
 	}
 	return nil, nil

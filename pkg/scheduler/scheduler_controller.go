@@ -28,8 +28,8 @@ import (
 	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/centerview"
 	"github.com/kcp-dev/edge-mc/pkg/controllerkit"
-	"github.com/kcp-dev/edge-mc/pkg/espw"
 )
 
 // ControllerName names the controller in logs, metrics and --controllers.
@@ -52,7 +52,7 @@ const byOwner = "byOwner"
 type Config struct {
 	// Edge follows the virtual workspaces of the APIExport edge.kcp.io (one per shard that
 	// holds a binding of it), and writes to each workspace through the one that serves it.
-	Edge *espw.Endpoints
+	Edge *centerview.Endpoints
 	// Workers is the number of reconciles at once.
 	Workers int
 	// MaxDestinationsPerSlice bounds a slice; 0 means edgev1alpha1.MaxDestinationsPerSlice.
@@ -64,10 +64,10 @@ type Controller struct {
 	cfg   Config
 	queue *controllerkit.Queue[queueKey]
 
-	placements  espw.SharedInformer
-	locations   espw.SharedInformer
-	syncTargets espw.SharedInformer
-	slices      espw.SharedInformer
+	placements  centerview.SharedInformer
+	locations   centerview.SharedInformer
+	syncTargets centerview.SharedInformer
+	slices      centerview.SharedInformer
 	// fed are the registrations of the handlers that feed the engine: the engine knows every
 	// placement, Location and SyncTarget only once they have synced.
 	fed []cache.ResourceEventHandlerRegistration
@@ -93,7 +93,7 @@ func NewController(cfg Config) (*Controller, error) {
 		queue:  controllerkit.NewQueue[queueKey](controllerkit.Options{Name: ControllerName, Workers: cfg.Workers}),
 		engine: NewEngine(),
 	}
-	newInformer := func(gvr schema.GroupVersionResource, indexers cache.Indexers) espw.SharedInformer {
+	newInformer := func(gvr schema.GroupVersionResource, indexers cache.Indexers) centerview.SharedInformer {
 		return cfg.Edge.NewInformer(gvr, resyncPeriod, indexers, nil)
 	}
 	c.placements = newInformer(placementsGVR, cache.Indexers{})
@@ -107,7 +107,7 @@ func NewController(cfg Config) (*Controller, error) {
 	}})
 
 	handlers := []struct {
-		informer espw.SharedInformer
+		informer centerview.SharedInformer
 		set      func(cluster string, u *unstructured.Unstructured) []PlacementKey
 		del      func(cluster, name string) []PlacementKey
 	}{
@@ -224,7 +224,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	defer utilruntime.HandleCrash()
 	defer c.queue.ShutDown()
 
-	informers := []espw.SharedInformer{c.placements, c.locations, c.syncTargets, c.slices}
+	informers := []centerview.SharedInformer{c.placements, c.locations, c.syncTargets, c.slices}
 	for _, inf := range informers {
 		go inf.Run(ctx.Done())
 	}

@@ -14,7 +14,6 @@ import (
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 	"github.com/kcp-dev/edge-mc/pkg/centerview"
-	"github.com/kcp-dev/edge-mc/pkg/espw"
 )
 
 // assemblageWatch watches the Assemblages of all mailboxes through the virtual workspace of
@@ -25,7 +24,7 @@ import (
 type assemblageWatch struct {
 	// open returns the informer on the assemblages of every mailbox, and how to read one
 	// assemblage from the server.
-	open func() (espw.SharedInformer, func(ctx context.Context, mailbox logicalcluster.Name, name string) (*unstructured.Unstructured, error))
+	open func() (centerview.SharedInformer, func(ctx context.Context, mailbox logicalcluster.Name, name string) (*unstructured.Unstructured, error))
 	// changed is called with the old and new slim assemblage (nil for none) on every event.
 	changed func(old, obj *edgev1alpha1.Assemblage)
 	// synced is called once, when the cache has synced.
@@ -34,7 +33,7 @@ type assemblageWatch struct {
 	mu sync.RWMutex
 	// get reads an assemblage of a mailbox from the server.
 	get      func(ctx context.Context, mailbox logicalcluster.Name, name string) (*unstructured.Unstructured, error)
-	informer espw.SharedInformer
+	informer centerview.SharedInformer
 
 	statusMu sync.Mutex
 	statuses map[string]*reportedStatuses
@@ -49,7 +48,7 @@ type reportedStatuses struct {
 	used     time.Time
 }
 
-func newAssemblageWatch(open func() (espw.SharedInformer, func(ctx context.Context, mailbox logicalcluster.Name, name string) (*unstructured.Unstructured, error))) *assemblageWatch {
+func newAssemblageWatch(open func() (centerview.SharedInformer, func(ctx context.Context, mailbox logicalcluster.Name, name string) (*unstructured.Unstructured, error))) *assemblageWatch {
 	return &assemblageWatch{open: open, statuses: map[string]*reportedStatuses{}}
 }
 
@@ -57,7 +56,7 @@ func newAssemblageWatch(open func() (espw.SharedInformer, func(ctx context.Conte
 // virtual workspaces of mailbox.edge.kcp.io (one per shard that holds a mailbox), with the
 // controller's own credential, and how to read one through the virtual workspace that serves
 // its mailbox.
-func mailboxAssemblages(mailbox *espw.Endpoints, shared espw.SharedInformer) (espw.SharedInformer, func(ctx context.Context, mailbox logicalcluster.Name, name string) (*unstructured.Unstructured, error)) {
+func mailboxAssemblages(mailbox *centerview.Endpoints, shared centerview.SharedInformer) (centerview.SharedInformer, func(ctx context.Context, mailbox logicalcluster.Name, name string) (*unstructured.Unstructured, error)) {
 	if shared == nil {
 		shared = centerview.NewAssemblages(mailbox)
 	}
@@ -74,7 +73,7 @@ func (w *assemblageWatch) start(ctx context.Context) {
 
 // run serves the cache of informer until ctx ends; get reads single assemblages from the same
 // server.
-func (w *assemblageWatch) run(ctx context.Context, informer espw.SharedInformer, get func(ctx context.Context, mailbox logicalcluster.Name, name string) (*unstructured.Unstructured, error)) {
+func (w *assemblageWatch) run(ctx context.Context, informer centerview.SharedInformer, get func(ctx context.Context, mailbox logicalcluster.Name, name string) (*unstructured.Unstructured, error)) {
 	logger := klog.FromContext(ctx)
 	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { w.changed(nil, centerview.AsAssemblage(obj)) },

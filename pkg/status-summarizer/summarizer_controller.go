@@ -48,8 +48,8 @@ import (
 	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/centerview"
 	"github.com/kcp-dev/edge-mc/pkg/controllerkit"
-	"github.com/kcp-dev/edge-mc/pkg/espw"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
@@ -90,12 +90,12 @@ type Config struct {
 	ESPW logicalcluster.Path
 	// Edge follows the virtual workspaces of the APIExport edge.kcp.io (one per shard that
 	// holds a binding of it), and writes to each workspace through the one that serves it.
-	Edge *espw.Endpoints
+	Edge *centerview.Endpoints
 	// Mailbox follows those of mailbox.edge.kcp.io, where the assemblages are read.
-	Mailbox *espw.Endpoints
+	Mailbox *centerview.Endpoints
 	// Assemblages is the shared cache of the assemblages of every mailbox
 	// (centerview.NewAssemblages), which the placement translator reads too; nil makes one.
-	Assemblages espw.SharedInformer
+	Assemblages centerview.SharedInformer
 	// Base reaches kcp with the controller's own credential: the workload objects of custom
 	// kinds, which no export can claim.
 	Base *rest.Config
@@ -122,9 +122,9 @@ func (k objectKey) String() string { return k.cluster + "|" + k.key.String() }
 type Controller struct {
 	cfg Config
 
-	placements  espw.SharedInformer
-	slices      espw.SharedInformer
-	syncTargets espw.SharedInformer
+	placements  centerview.SharedInformer
+	slices      centerview.SharedInformer
+	syncTargets centerview.SharedInformer
 	assemblages *assemblageWatch
 
 	placementQueue *controllerkit.Queue[placementKey]
@@ -166,14 +166,14 @@ func NewController(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	newInformer := func(gvr schema.GroupVersionResource, indexers cache.Indexers) espw.SharedInformer {
+	newInformer := func(gvr schema.GroupVersionResource, indexers cache.Indexers) centerview.SharedInformer {
 		return cfg.Edge.NewInformer(gvr, resyncPeriod, indexers, nil)
 	}
 	c := newController(cfg,
 		newInformer(placementsGVR, cache.Indexers{}),
 		newInformer(slicesGVR, sliceIndexers()),
 		newInformer(syncTargetsGVR, cache.Indexers{}),
-		newAssemblageWatch(func() (espw.SharedInformer, func(ctx context.Context, mailbox logicalcluster.Name, name string) (*unstructured.Unstructured, error)) {
+		newAssemblageWatch(func() (centerview.SharedInformer, func(ctx context.Context, mailbox logicalcluster.Name, name string) (*unstructured.Unstructured, error)) {
 			return mailboxAssemblages(cfg.Mailbox, cfg.Assemblages)
 		}))
 	c.writePlacementStatus = func(ctx context.Context, cluster string, u *unstructured.Unstructured) error {
@@ -185,7 +185,7 @@ func NewController(cfg Config) (*Controller, error) {
 		if err != nil {
 			return nil, err
 		}
-		var client espw.ClusterClient = edgeVW
+		var client centerview.ClusterClient = edgeVW
 		if custom {
 			client = own // custom kinds belong to no export, so the virtual workspace has none
 		}
@@ -198,7 +198,7 @@ func NewController(cfg Config) (*Controller, error) {
 }
 
 // newController assembles a controller from its informers, without handlers or clients.
-func newController(cfg Config, placements, slices, syncTargets espw.SharedInformer, assemblages *assemblageWatch) *Controller {
+func newController(cfg Config, placements, slices, syncTargets centerview.SharedInformer, assemblages *assemblageWatch) *Controller {
 	c := &Controller{
 		cfg:            cfg,
 		placements:     placements,
@@ -218,7 +218,7 @@ func newController(cfg Config, placements, slices, syncTargets espw.SharedInform
 func sliceIndexers() cache.Indexers {
 	return cache.Indexers{
 		slicesByPlacement: func(obj any) ([]string, error) {
-			u := espw.AsUnstructured(obj)
+			u := centerview.AsUnstructured(obj)
 			if p := u.GetLabels()[edgev1alpha1.LabelPlacement]; p != "" {
 				return []string{logicalcluster.From(u).String() + "|" + p}, nil
 			}
@@ -226,7 +226,7 @@ func sliceIndexers() cache.Indexers {
 		},
 		slicesBySyncTarget: func(obj any) ([]string, error) {
 			var keys []string
-			for _, d := range edgev1alpha1.SliceDestinations(espw.AsUnstructured(obj)) {
+			for _, d := range edgev1alpha1.SliceDestinations(centerview.AsUnstructured(obj)) {
 				keys = append(keys, d.Cluster+"|"+d.SyncTargetName)
 			}
 			return keys, nil
@@ -236,7 +236,7 @@ func sliceIndexers() cache.Indexers {
 
 func (c *Controller) addHandlers() error {
 	handlers := []struct {
-		informer espw.SharedInformer
+		informer centerview.SharedInformer
 		handler  cache.ResourceEventHandler
 	}{
 		{c.placements, cache.ResourceEventHandlerFuncs{
@@ -270,7 +270,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	defer c.objectQueue.ShutDown()
 	logger := klog.FromContext(ctx).WithValues("controller", ControllerName)
 	ctx = klog.NewContext(ctx, logger)
-	for _, inf := range []espw.SharedInformer{c.placements, c.slices, c.syncTargets} {
+	for _, inf := range []centerview.SharedInformer{c.placements, c.slices, c.syncTargets} {
 		go inf.Run(ctx.Done())
 	}
 	go c.assemblages.start(ctx)
@@ -293,7 +293,7 @@ func (c *Controller) HasSynced() bool {
 // --- events -----------------------------------------------------------------------------------
 
 func (c *Controller) placementChanged(obj any) {
-	u := espw.AsUnstructured(obj)
+	u := centerview.AsUnstructured(obj)
 	if u == nil {
 		return
 	}
@@ -305,14 +305,14 @@ func (c *Controller) placementChanged(obj any) {
 // placementUpdated reacts to a change of a placement's spec (or its deletion starting); its
 // status, which this controller and others write, changes nothing in its summary.
 func (c *Controller) placementUpdated(old, obj any) {
-	o, u := espw.AsUnstructured(old), espw.AsUnstructured(obj)
+	o, u := centerview.AsUnstructured(old), centerview.AsUnstructured(obj)
 	if o == nil || u == nil || o.GetGeneration() != u.GetGeneration() || o.GetDeletionTimestamp().IsZero() != u.GetDeletionTimestamp().IsZero() {
 		c.placementChanged(obj)
 	}
 }
 
 func (c *Controller) sliceChanged(obj any) {
-	u := espw.AsUnstructured(obj)
+	u := centerview.AsUnstructured(obj)
 	if u == nil {
 		return
 	}
@@ -326,7 +326,7 @@ func (c *Controller) sliceChanged(obj any) {
 // syncTargetUpdated reacts to a SyncTarget's update only when what summaries read of it changed:
 // whether its syncer is stale and why, and its mailbox.
 func (c *Controller) syncTargetUpdated(old, obj any) {
-	o, u := espw.AsUnstructured(old), espw.AsUnstructured(obj)
+	o, u := centerview.AsUnstructured(old), centerview.AsUnstructured(obj)
 	wasStale, _, wasWhy := syncerStaleness(o)
 	isStale, _, isWhy := syncerStaleness(u)
 	if wasStale != isStale || wasWhy != isWhy || mailboxClusterOf(o) != mailboxClusterOf(u) {
@@ -335,7 +335,7 @@ func (c *Controller) syncTargetUpdated(old, obj any) {
 }
 
 func (c *Controller) syncTargetChanged(obj any) {
-	u := espw.AsUnstructured(obj)
+	u := centerview.AsUnstructured(obj)
 	if u == nil {
 		return
 	}
@@ -350,7 +350,7 @@ func (c *Controller) syncTargetChanged(obj any) {
 // too), and what was queued before was put off.
 func (c *Controller) enqueueAll() {
 	for _, obj := range c.placements.GetStore().List() {
-		if u := espw.AsUnstructured(obj); u != nil {
+		if u := centerview.AsUnstructured(obj); u != nil {
 			c.placementQueue.Add(placementKey{cluster: logicalcluster.From(u).String(), name: u.GetName()})
 		}
 	}
@@ -434,7 +434,7 @@ func (c *Controller) wantsSingletonStatus(pk placementKey) bool {
 	if !exists {
 		return false
 	}
-	want, _, _ := unstructured.NestedBool(espw.AsUnstructured(item).Object, "spec", "wantSingletonReportedState")
+	want, _, _ := unstructured.NestedBool(centerview.AsUnstructured(item).Object, "spec", "wantSingletonReportedState")
 	return want
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kcp-dev/edge-mc/config/exports"
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/centerview"
 	"github.com/kcp-dev/edge-mc/pkg/espw"
 )
 
@@ -41,7 +42,7 @@ type customKind struct {
 	at      time.Time
 }
 
-func newKindResolver(edgeVW espw.ClusterClient) (*kindResolver, error) {
+func newKindResolver(edgeVW centerview.ClusterClient) (*kindResolver, error) {
 	claimed, err := claimedResources()
 	if err != nil {
 		return nil, err

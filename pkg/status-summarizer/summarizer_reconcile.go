@@ -23,7 +23,7 @@ import (
 	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
-	"github.com/kcp-dev/edge-mc/pkg/espw"
+	"github.com/kcp-dev/edge-mc/pkg/centerview"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
@@ -52,10 +52,10 @@ func (c *Controller) destinationsOf(pk placementKey) []destination {
 	slices, _ := c.slices.GetIndexer().ByIndex(slicesByPlacement, pk.String())
 	var out []destination
 	for _, s := range slices {
-		for _, d := range edgev1alpha1.SliceDestinations(espw.AsUnstructured(s)) {
+		for _, d := range edgev1alpha1.SliceDestinations(centerview.AsUnstructured(s)) {
 			dst := destination{SinglePlacement: d}
 			if st, exists, _ := c.syncTargets.GetIndexer().GetByKey(kcpcache.ToClusterAwareKey(d.Cluster, "", d.SyncTargetName)); exists {
-				if u := espw.AsUnstructured(st); u != nil && u.GetUID() == d.SyncTargetUID {
+				if u := centerview.AsUnstructured(st); u != nil && u.GetUID() == d.SyncTargetUID {
 					dst.mailbox = mailboxClusterOf(u)
 					dst.stale, dst.staleSince, dst.staleReason = syncerStaleness(u)
 				}
@@ -77,7 +77,7 @@ func (c *Controller) syncPlacement(ctx context.Context, pk placementKey) error {
 		c.brokenMu.Unlock()
 		return nil
 	}
-	u := espw.AsUnstructured(item)
+	u := centerview.AsUnstructured(item)
 	p := &edgev1alpha1.EdgePlacement{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, p); err != nil {
 		return nil // not for this version to summarize

@@ -26,7 +26,6 @@ import (
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 	"github.com/kcp-dev/edge-mc/pkg/centerview"
 	"github.com/kcp-dev/edge-mc/pkg/controllerkit"
-	"github.com/kcp-dev/edge-mc/pkg/espw"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
@@ -230,7 +229,7 @@ type listThenWatch struct{ *cache.ListWatch }
 
 func (listThenWatch) IsWatchListSemanticsUnSupported() bool { return true }
 
-func (w *testWorld) add(informer espw.SharedInformer, objs ...*unstructured.Unstructured) {
+func (w *testWorld) add(informer centerview.SharedInformer, objs ...*unstructured.Unstructured) {
 	for _, o := range objs {
 		if err := informer.GetIndexer().Add(o); err != nil {
 			w.t.Fatal(err)
@@ -368,7 +367,7 @@ func TestPlacementSummaryWaitsForTheAssemblages(t *testing.T) {
 	writes := 0
 	c.writePlacementStatus = func(context.Context, string, *unstructured.Unstructured) error { writes++; return nil }
 	for _, add := range []struct {
-		inf espw.SharedInformer
+		inf centerview.SharedInformer
 		obj *unstructured.Unstructured
 	}{{c.placements, placementObject("app", false)}, {c.slices, sliceObject("app", "east")}, {c.syncTargets, syncTargetObject("east", "mb-east", false)}} {
 		if err := add.inf.GetIndexer().Add(add.obj); err != nil {

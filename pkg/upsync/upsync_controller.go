@@ -28,7 +28,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/kcp-dev/logicalcluster/v3"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -36,8 +35,8 @@ import (
 	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/centerview"
 	"github.com/kcp-dev/edge-mc/pkg/controllerkit"
-	"github.com/kcp-dev/edge-mc/pkg/espw"
 )
 
 // ControllerName names the controller in logs and metrics. It runs with the placement
@@ -53,64 +52,13 @@ var (
 	crdsGVR       = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 )
 
-// PlacementKey names an EdgePlacement.
-type PlacementKey struct {
-	Cluster, Name string
-}
-
-func (k PlacementKey) String() string { return k.Cluster + "|" + k.Name }
-
-// WorkloadResource is a kind of workload object served through edge.kcp.io's virtual workspace.
-type WorkloadResource struct {
-	GVR schema.GroupVersionResource
-	// HasStatus: the resource has a status subresource.
-	HasStatus bool
-}
-
-// Caches is what the return path reads from the placement translator's caches. Each is a
-// function (or an informer, to which the controller adds its own event handlers), so that unit
-// tests give only what they use.
-type Caches struct {
-	// HasSynced says whether the caches below have synced.
-	HasSynced func() bool
-	// Placements are the EdgePlacements of every workload workspace, indexed by logical cluster.
-	// Slices, SyncTargets and Bindings (the workspaces' APIBindings of edge.kcp.io) are only
-	// watched: their changes change where objects come back from, and whether they may.
-	Placements, Slices, SyncTargets, Bindings espw.SharedInformer
-	// PlacementOfSlice is the EdgePlacement that controls a SinglePlacementSlice.
-	PlacementOfSlice func(slice *unstructured.Unstructured) (PlacementKey, bool)
-	// DestinationsOf returns the destinations of a placement.
-	DestinationsOf func(PlacementKey) []edgev1alpha1.SinglePlacement
-	// PlacementsAt returns the placements that have the mailbox with the given logical cluster
-	// as a destination, with that destination; nil while the mailbox's SyncTarget has not
-	// recorded it.
-	PlacementsAt func(mailbox logicalcluster.Name) map[PlacementKey]edgev1alpha1.SinglePlacement
-	// MailboxClusterOf is the logical cluster of the SyncTarget's mailbox, "" until recorded.
-	MailboxClusterOf func(syncTarget *unstructured.Unstructured) logicalcluster.Name
-	// MailboxClusterAt is the logical cluster of a destination's mailbox, "" until recorded.
-	MailboxClusterAt func(edgev1alpha1.SinglePlacement) logicalcluster.Name
-	// NotConsented returns the kinds whose permission claims the workspace's binding of
-	// edge.kcp.io does not accept, each with why; nil while the binding is not known.
-	NotConsented func(cluster string) map[schema.GroupResource]string
-	// DeliveredByOthersOnly says whether, in the mailbox with the given logical cluster, an
-	// assemblage of a workspace other than cluster carries the namespace, and none of
-	// cluster's does; known is false while the assemblages are not all known.
-	DeliveredByOthersOnly func(mailbox logicalcluster.Name, cluster, namespace string) (others, known bool)
-	// OnDeliveredNamespacesChange registers, before the translator starts, a function told the
-	// logical cluster of a mailbox whose assemblages changed which namespaces they carry for
-	// which workspace: what DeliveredByOthersOnly answers there may have changed.
-	OnDeliveredNamespacesChange func(func(mailbox logicalcluster.Name))
-	// WorkloadResources are the workload resources served through edge.kcp.io's virtual
-	// workspace; WorkloadInformer the translator's informer on one of them (indexed with
-	// WorkloadIndexers), across workload workspaces.
-	WorkloadResources []WorkloadResource
-	WorkloadInformer  func(schema.GroupVersionResource) espw.SharedInformer
-	// WorkloadObject returns the object of a workload workspace at an identity (nil if there is
-	// none); known is false while the resource's informer has not synced.
-	WorkloadObject func(gvr schema.GroupVersionResource, cluster, namespace, name string) (obj *unstructured.Unstructured, known bool)
-	// NamespaceLabels returns the labels of a namespace of a workload workspace, nil if unknown.
-	NamespaceLabels func(cluster logicalcluster.Name, name string) map[string]string
-}
+// PlacementKey, WorkloadResource and Caches are the center view's: what the return path reads
+// from the placement translator's caches (centerview.UpsyncCaches).
+type (
+	PlacementKey     = centerview.PlacementRef
+	WorkloadResource = centerview.WorkloadResource
+	Caches           = centerview.UpsyncCaches
+)
 
 // Config is what the controller needs.
 type Config struct {
@@ -118,8 +66,8 @@ type Config struct {
 	// Edge writes to the workload workspaces through edge.kcp.io's virtual workspaces; Mailbox
 	// and Workloads follow those of mailbox.edge.kcp.io and workloads.edge.kcp.io, through
 	// which the up-synced objects in mailboxes are watched.
-	Edge               espw.ClusterClient
-	Mailbox, Workloads *espw.Endpoints
+	Edge               centerview.ClusterClient
+	Mailbox, Workloads *centerview.Endpoints
 	// Workers is the number of reconciles at once.
 	Workers int
 }
@@ -140,12 +88,6 @@ type queueKey struct {
 	placement PlacementKey
 }
 
-// WorkloadIndexers are the indexes the return path needs on the translator's workload
-// informers; the translator adds them when it makes them.
-func WorkloadIndexers() cache.Indexers {
-	return cache.Indexers{returnedByCluster: returnedIndex}
-}
-
 // NewController builds the controller and adds its event handlers to the translator's
 // informers: call it before those run.
 func NewController(cfg Config) (*Controller, error) {
@@ -159,16 +101,16 @@ func NewController(cfg Config) (*Controller, error) {
 		results: newResults(),
 	}
 	c.sources = newSources(c)
-	handle := func(informer espw.SharedInformer, onChange func(old, obj *unstructured.Unstructured)) error {
+	handle := func(informer centerview.SharedInformer, onChange func(old, obj *unstructured.Unstructured)) error {
 		_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { onChange(nil, espw.AsUnstructured(obj)) },
-			UpdateFunc: func(old, obj any) { onChange(espw.AsUnstructured(old), espw.AsUnstructured(obj)) },
-			DeleteFunc: func(obj any) { onChange(nil, espw.AsUnstructured(obj)) },
+			AddFunc:    func(obj any) { onChange(nil, centerview.AsUnstructured(obj)) },
+			UpdateFunc: func(old, obj any) { onChange(centerview.AsUnstructured(old), centerview.AsUnstructured(obj)) },
+			DeleteFunc: func(obj any) { onChange(nil, centerview.AsUnstructured(obj)) },
 		})
 		return err
 	}
 	for _, h := range []struct {
-		informer espw.SharedInformer
+		informer centerview.SharedInformer
 		onChange func(old, obj *unstructured.Unstructured)
 	}{
 		{c.caches.Placements, c.placementChanged},

@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
-	"github.com/kcp-dev/edge-mc/pkg/espw"
+	"github.com/kcp-dev/edge-mc/pkg/centerview"
 )
 
 // Key is an object identity in a workload workspace, whose up-synced copy to reconcile.
@@ -54,7 +54,7 @@ func (c *Controller) placement(pk PlacementKey) *unstructured.Unstructured {
 	if !exists {
 		return nil
 	}
-	return espw.AsUnstructured(item)
+	return centerview.AsUnstructured(item)
 }
 
 // rules returns the spec.upsync of a placement in the cache.
@@ -67,7 +67,7 @@ func (c *Controller) placementsIn(cluster logicalcluster.Name) []*unstructured.U
 	items, _ := c.caches.Placements.GetIndexer().ByIndex(kcpcache.ClusterIndexName, kcpcache.ClusterIndexKey(cluster))
 	out := make([]*unstructured.Unstructured, 0, len(items))
 	for _, item := range items {
-		if u := espw.AsUnstructured(item); u != nil {
+		if u := centerview.AsUnstructured(item); u != nil {
 			out = append(out, u)
 		}
 	}
@@ -83,7 +83,7 @@ func (c *Controller) placementChanged(_, obj *unstructured.Unstructured) {
 	if obj == nil {
 		return
 	}
-	pk := PlacementKey{logicalcluster.From(obj).String(), obj.GetName()}
+	pk := PlacementKey{Cluster: logicalcluster.From(obj).String(), Name: obj.GetName()}
 	rules := c.rules(pk) // nil once the placement is gone
 	if c.sources.setRules(pk, rules) {
 		c.enqueueScan(pk, rules)
@@ -121,7 +121,7 @@ func (c *Controller) bindingChanged(_, obj *unstructured.Unstructured) {
 		return
 	}
 	for _, p := range c.placementsIn(logicalcluster.From(obj)) {
-		pk := PlacementKey{logicalcluster.From(p).String(), p.GetName()}
+		pk := PlacementKey{Cluster: logicalcluster.From(p).String(), Name: p.GetName()}
 		c.enqueueScan(pk, rulesOf(p))
 	}
 }
@@ -130,13 +130,13 @@ func (c *Controller) bindingChanged(_, obj *unstructured.Unstructured) {
 // workload workspaces it goes back to.
 func (c *Controller) upsyncedHandler(gr schema.GroupResource) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { c.upsyncedChanged(gr, espw.AsUnstructured(obj)) },
+		AddFunc: func(obj any) { c.upsyncedChanged(gr, centerview.AsUnstructured(obj)) },
 		UpdateFunc: func(old, obj any) {
-			if o, n := espw.AsUnstructured(old), espw.AsUnstructured(obj); o != nil && n != nil && o.GetResourceVersion() != n.GetResourceVersion() {
+			if o, n := centerview.AsUnstructured(old), centerview.AsUnstructured(obj); o != nil && n != nil && o.GetResourceVersion() != n.GetResourceVersion() {
 				c.upsyncedChanged(gr, n)
 			}
 		},
-		DeleteFunc: func(obj any) { c.upsyncedChanged(gr, espw.AsUnstructured(obj)) },
+		DeleteFunc: func(obj any) { c.upsyncedChanged(gr, centerview.AsUnstructured(obj)) },
 	}
 }
 
@@ -160,7 +160,7 @@ func (c *Controller) workloadChanged(gr schema.GroupResource, u *unstructured.Un
 		return
 	}
 	key := Key{Cluster: logicalcluster.From(u).String(), GR: gr, Namespace: u.GetNamespace(), Name: u.GetName()}
-	if isReturned(u) {
+	if centerview.IsReturned(u) {
 		c.queue.Add(queueKey{object: key})
 		return
 	}
@@ -194,7 +194,7 @@ func (c *Controller) enqueueScan(pk PlacementKey, rules []edgev1alpha1.UpsyncSet
 		for gr, inf := range watching {
 			items, _ := inf.GetIndexer().ByIndex(kcpcache.ClusterIndexName, kcpcache.ClusterIndexKey(mbCluster))
 			for _, item := range items {
-				u := espw.AsUnstructured(item)
+				u := centerview.AsUnstructured(item)
 				if isUpsyncedInMailbox(u) && edgev1alpha1.UpsyncCovers(rules, gr.Group, gr.Resource, u.GetNamespace(), u.GetName()) {
 					c.queue.Add(queueKey{object: Key{Cluster: pk.Cluster, GR: gr, Namespace: u.GetNamespace(), Name: u.GetName()}})
 				}
@@ -210,15 +210,15 @@ func (c *Controller) enqueueReturned(cluster string) {
 		indexer := c.caches.WorkloadInformer(r.GVR).GetIndexer()
 		var items []any
 		if cluster == "" {
-			for _, k := range indexer.ListIndexFuncValues(returnedByCluster) {
-				more, _ := indexer.ByIndex(returnedByCluster, k)
+			for _, k := range indexer.ListIndexFuncValues(centerview.ReturnedByCluster) {
+				more, _ := indexer.ByIndex(centerview.ReturnedByCluster, k)
 				items = append(items, more...)
 			}
 		} else {
-			items, _ = indexer.ByIndex(returnedByCluster, kcpcache.ClusterIndexKey(logicalcluster.Name(cluster)))
+			items, _ = indexer.ByIndex(centerview.ReturnedByCluster, kcpcache.ClusterIndexKey(logicalcluster.Name(cluster)))
 		}
 		for _, item := range items {
-			if u := espw.AsUnstructured(item); u != nil {
+			if u := centerview.AsUnstructured(item); u != nil {
 				c.queue.Add(queueKey{object: Key{Cluster: logicalcluster.From(u).String(), GR: r.GVR.GroupResource(), Namespace: u.GetNamespace(), Name: u.GetName()}})
 			}
 		}
@@ -232,7 +232,7 @@ func (c *Controller) enqueueMailbox(mbCluster logicalcluster.Name) {
 	for gr, inf := range c.sources.watchingAll() {
 		items, _ := inf.GetIndexer().ByIndex(kcpcache.ClusterIndexName, kcpcache.ClusterIndexKey(mbCluster))
 		for _, item := range items {
-			c.upsyncedChanged(gr, espw.AsUnstructured(item))
+			c.upsyncedChanged(gr, centerview.AsUnstructured(item))
 		}
 	}
 }

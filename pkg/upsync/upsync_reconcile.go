@@ -16,7 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
-	"github.com/kcp-dev/edge-mc/pkg/espw"
+	"github.com/kcp-dev/edge-mc/pkg/centerview"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
@@ -83,7 +83,7 @@ func (c *Controller) reconcile(ctx context.Context, key Key) error {
 				problems = append(problems, problem{pk, problemUpsyncWrite, err.Error()})
 			}
 		}
-	case isReturned(existing):
+	case centerview.IsReturned(existing):
 		err = c.deleteReturned(ctx, key, wl, existing)
 		if err == nil {
 			logger.V(2).Info("deleted an up-synced object that no destination up-syncs any more", "object", key.String())
@@ -116,7 +116,7 @@ func (c *Controller) upsyncCandidates(key Key) (cands []upsyncCandidate, known b
 	}
 	items, _ := inf.GetIndexer().ByIndex(byIdentity, key.Namespace+"/"+key.Name)
 	for _, item := range items {
-		u := espw.AsUnstructured(item)
+		u := centerview.AsUnstructured(item)
 		if !isUpsyncedInMailbox(u) || u.GetDeletionTimestamp() != nil {
 			continue
 		}
@@ -179,7 +179,7 @@ func (c *Controller) withoutOthersNamespaces(key Key, cands []upsyncCandidate) (
 // up-synced object wins (by creation in its mailbox, then by destination name), so that the
 // choice does not flip-flop, and a restart makes the same choice.
 func chooseUpsyncSource(cands []upsyncCandidate, existing *unstructured.Unstructured) int {
-	if len(cands) == 0 || (existing != nil && !isReturned(existing)) {
+	if len(cands) == 0 || (existing != nil && !centerview.IsReturned(existing)) {
 		return -1
 	}
 	if existing != nil {
@@ -203,7 +203,7 @@ func chooseUpsyncSource(cands []upsyncCandidate, existing *unstructured.Unstruct
 // upsyncConflicts reports, to every placement that covers the identity at one of the
 // candidates' destinations, an object of the workspace's own there, or more than one candidate.
 func upsyncConflicts(key Key, cands []upsyncCandidate, existing *unstructured.Unstructured, winner int) []problem {
-	own := existing != nil && !isReturned(existing)
+	own := existing != nil && !centerview.IsReturned(existing)
 	if len(cands) == 0 || (len(cands) == 1 && !own) {
 		return nil
 	}

@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
-	"github.com/kcp-dev/logicalcluster/v3"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -19,7 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
-	"github.com/kcp-dev/edge-mc/pkg/espw"
+	"github.com/kcp-dev/edge-mc/pkg/centerview"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
@@ -36,9 +34,6 @@ var upsyncedSelector = edgev1alpha1.LabelUpsynced + "=true,!" + edgev1alpha1.Lab
 
 // byIdentity indexes up-synced objects by namespace/name, across mailboxes.
 const byIdentity = "byIdentity"
-
-// returnedByCluster indexes workload objects that the return path made by their workspace.
-const returnedByCluster = "returnedByCluster"
 
 // neverReturned are resources whose up-synced objects do not come back: a Namespace or a CRD
 // made in a workload workspace by the edge would change where and what objects there are. The
@@ -79,7 +74,7 @@ func upsyncExportOf(gr schema.GroupResource) string {
 
 // upsyncedWatch is the informer on one resource's up-synced objects in all mailboxes.
 type upsyncedWatch struct {
-	informer espw.SharedInformer
+	informer centerview.SharedInformer
 	stop     context.CancelFunc
 }
 
@@ -90,7 +85,7 @@ type sources struct {
 	mu  sync.Mutex
 	ctx context.Context
 	// clients follow, per export, its virtual workspaces, once what they serve is known.
-	clients map[string]*espw.Endpoints
+	clients map[string]*centerview.Endpoints
 	// returnable are the resources whose up-synced objects can come back: served in mailboxes
 	// through an export's virtual workspace, and in workload workspaces through edge.kcp.io's,
 	// by group and resource, at the mailbox version.
@@ -106,7 +101,7 @@ type sources struct {
 func newSources(c *Controller) *sources {
 	return &sources{
 		c:          c,
-		clients:    map[string]*espw.Endpoints{},
+		clients:    map[string]*centerview.Endpoints{},
 		returnable: map[schema.GroupResource]schema.GroupVersionResource{},
 		rules:      map[PlacementKey][]edgev1alpha1.UpsyncSet{},
 		covered:    map[PlacementKey]map[schema.GroupResource]bool{},
@@ -145,7 +140,7 @@ func (s *sources) discover(ctx context.Context, export string) {
 			}
 			for _, url = range endpoints.URLs() {
 				var err error
-				if lists, err = espw.DiscoverVirtualWorkspace(endpoints.Config(url)); err == nil {
+				if lists, err = centerview.DiscoverVirtualWorkspace(endpoints.Config(url)); err == nil {
 					return true, nil
 				}
 				logger.Error(err, "discovering the resources of a virtual workspace; will retry", "url", url)
@@ -258,7 +253,7 @@ func (s *sources) runWatchesLocked() {
 // is known of them is incomplete: the export's virtual workspace is not known yet, or the
 // informer has not synced (or not started: placements' rules that cover it were just recorded).
 // A resource that cannot come back is ready, with no informer.
-func (s *sources) watch(gr schema.GroupResource) (informer espw.SharedInformer, ready bool) {
+func (s *sources) watch(gr schema.GroupResource) (informer centerview.SharedInformer, ready bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if neverReturned[gr] {
@@ -271,7 +266,7 @@ func (s *sources) watch(gr schema.GroupResource) (informer espw.SharedInformer, 
 		return nil, true
 	}
 	w, ok := s.watches[gr]
-	if !ok || !espw.Complete(w.informer) {
+	if !ok || !centerview.Complete(w.informer) {
 		// Complete, not HasSynced: a copy in a workload workspace whose up-synced original
 		// is in a mailbox on a shard not listed yet would be taken for one to delete.
 		return nil, false
@@ -280,7 +275,7 @@ func (s *sources) watch(gr schema.GroupResource) (informer espw.SharedInformer, 
 }
 
 // watching returns the running informers, by resource, for the resources the rules cover.
-func (s *sources) watching(rules []edgev1alpha1.UpsyncSet) map[schema.GroupResource]espw.SharedInformer {
+func (s *sources) watching(rules []edgev1alpha1.UpsyncSet) map[schema.GroupResource]centerview.SharedInformer {
 	out := s.watchingAll()
 	for gr := range out {
 		covered := false
@@ -345,21 +340,11 @@ func (s *sources) knownLocked(export string) bool {
 
 // identityIndex is the byIdentity index function.
 func identityIndex(obj any) ([]string, error) {
-	u := espw.AsUnstructured(obj)
+	u := centerview.AsUnstructured(obj)
 	if u == nil {
 		return nil, nil
 	}
 	return []string{u.GetNamespace() + "/" + u.GetName()}, nil
-}
-
-// returnedIndex is the returnedByCluster index function: the workspace of an object that the
-// return path made.
-func returnedIndex(obj any) ([]string, error) {
-	u := espw.AsUnstructured(obj)
-	if u == nil || !isReturned(u) {
-		return nil, nil
-	}
-	return []string{kcpcache.ClusterIndexKey(logicalcluster.From(u))}, nil
 }
 
 // isUpsyncedInMailbox: the object was up-synced into a mailbox by a syncer (which also labels
@@ -369,16 +354,11 @@ func isUpsyncedInMailbox(u *unstructured.Unstructured) bool {
 		u.GetAnnotations()[edgev1alpha1.AnnotationUpsyncedFrom] != ""
 }
 
-// isReturned: the object is one that the return path made in a workload workspace.
-func isReturned(u *unstructured.Unstructured) bool {
-	return u != nil && u.GetLabels()[edgev1alpha1.LabelReturned] == "true"
-}
-
 // watchingAll returns every running informer, by resource.
-func (s *sources) watchingAll() map[schema.GroupResource]espw.SharedInformer {
+func (s *sources) watchingAll() map[schema.GroupResource]centerview.SharedInformer {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := map[schema.GroupResource]espw.SharedInformer{}
+	out := map[schema.GroupResource]centerview.SharedInformer{}
 	for gr, w := range s.watches {
 		out[gr] = w.informer
 	}

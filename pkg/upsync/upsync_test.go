@@ -17,8 +17,8 @@ import (
 
 	"github.com/kcp-dev/edge-mc/internal/informertest"
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/centerview"
 	"github.com/kcp-dev/edge-mc/pkg/controllerkit"
-	"github.com/kcp-dev/edge-mc/pkg/espw"
 )
 
 var (
@@ -106,7 +106,7 @@ func TestChooseUpsyncSourceIsStable(t *testing.T) {
 }
 
 func TestUpsyncConflicts(t *testing.T) {
-	p1, p2 := PlacementKey{"ws1", "p1"}, PlacementKey{"ws1", "p2"}
+	p1, p2 := PlacementKey{Cluster: "ws1", Name: "p1"}, PlacementKey{Cluster: "ws1", Name: "p2"}
 	t.Run("one destination: none", func(t *testing.T) {
 		if got := upsyncConflicts(cmKey, []upsyncCandidate{candidate("a", 0, p1)}, nil, 0); got != nil {
 			t.Errorf("upsyncConflicts() = %v, want none", got)
@@ -193,7 +193,7 @@ func TestReturnedCopy(t *testing.T) {
 }
 
 func TestConditions(t *testing.T) {
-	pk := PlacementKey{"ws1", "p1"}
+	pk := PlacementKey{Cluster: "ws1", Name: "p1"}
 	conflict := problem{pk, problemUpsyncConflict, "configmaps/app/x is up-synced from more than one destination (inv:a, inv:b); the one from inv:a is kept"}
 	write := problem{pk, problemUpsyncWrite, "creating the up-synced configmaps/app/y from inv:a: forbidden"}
 	tests := []struct {
@@ -234,7 +234,7 @@ func TestConditions(t *testing.T) {
 
 func TestResults(t *testing.T) {
 	r := newResults()
-	p1, p2 := PlacementKey{"ws1", "p1"}, PlacementKey{"ws1", "p2"}
+	p1, p2 := PlacementKey{Cluster: "ws1", Name: "p1"}, PlacementKey{Cluster: "ws1", Name: "p2"}
 	k2 := Key{Cluster: "ws1", GR: configMapsGR, Namespace: "app", Name: "other"}
 	if got := r.set(cmKey, nil); got != nil {
 		t.Errorf("set(no problems) on nothing = %v, want nil", got)
@@ -288,7 +288,7 @@ func TestUpsyncSourcesCoverage(t *testing.T) {
 	leases := schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
 	s.returnable[configMapsGR] = configMapsGVR
 	s.returnable[deploymentsGVR.GroupResource()] = deploymentsGVR
-	p1, p2 := PlacementKey{"ws1", "p1"}, PlacementKey{"ws1", "p2"}
+	p1, p2 := PlacementKey{Cluster: "ws1", Name: "p1"}, PlacementKey{Cluster: "ws1", Name: "p2"}
 	if !s.setRules(p1, []edgev1alpha1.UpsyncSet{{Resources: []string{"configmaps"}}}) {
 		t.Errorf("setRules(new) = false")
 	}
@@ -364,8 +364,8 @@ func newTestController(t *testing.T) (*Controller, cache.SharedIndexInformer) {
 				}
 				out := map[PlacementKey]edgev1alpha1.SinglePlacement{}
 				for _, item := range placements.GetStore().List() {
-					u := espw.AsUnstructured(item)
-					out[PlacementKey{logicalcluster.From(u).String(), u.GetName()}] = st1
+					u := centerview.AsUnstructured(item)
+					out[PlacementKey{Cluster: logicalcluster.From(u).String(), Name: u.GetName()}] = st1
 				}
 				return out
 			},
@@ -410,7 +410,7 @@ func TestUpsyncCandidates(t *testing.T) {
 	}
 	setUpsync("ws1", "p1", map[string]any{"resources": []any{"configmaps"}, "namespaces": []any{"app"}})
 	cands, known = c.upsyncCandidates(cmKey)
-	if !known || len(cands) != 1 || cands[0].dest.SyncTargetName != "st1" || !reflect.DeepEqual(cands[0].placements, []PlacementKey{{"ws1", "p1"}}) {
+	if !known || len(cands) != 1 || cands[0].dest.SyncTargetName != "st1" || !reflect.DeepEqual(cands[0].placements, []PlacementKey{{Cluster: "ws1", Name: "p1"}}) {
 		t.Errorf("candidates = %+v known %v, want the object of st1's mailbox, for p1", cands, known)
 	}
 	// Another workspace's placement with the same destination covers nothing of ws1.
@@ -443,7 +443,7 @@ func TestUpsyncStaysWithinTheWorkspace(t *testing.T) {
 	c := &Controller{caches: Caches{DeliveredByOthersOnly: func(mb logicalcluster.Name, cluster, namespace string) (bool, bool) {
 		return mb == "mbc1" && cluster == "ws1" && namespace == "theirs", viewSynced
 	}}}
-	p1 := PlacementKey{"ws1", "p1"}
+	p1 := PlacementKey{Cluster: "ws1", Name: "p1"}
 	cand := upsyncCandidate{obj: obj("v1", "ConfigMap", "mbc1", "x", "r", nil), placements: []PlacementKey{p1},
 		dest: edgev1alpha1.SinglePlacement{Cluster: "inv", SyncTargetName: "st1"}}
 	// Until the translator knows every mailbox's assemblages, nothing in a namespace comes back:

@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
-	"github.com/kcp-dev/edge-mc/pkg/espw"
+	"github.com/kcp-dev/edge-mc/pkg/centerview"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
@@ -151,7 +151,7 @@ func feedDocument(v *view, dest int, doc *transport.Document, namespace string, 
 // virtual workspaces, one per shard that holds mailboxes, as edge-controller-manager does). It
 // returns the feed, to say why a mailbox is not complete.
 func (f *fleet) watchAssemblages(ctx context.Context, v *view) (*assemblageFeed, []cache.InformerSynced, error) {
-	endpoints, err := espw.NewEndpoints(f.center.KCP, f.espw, edgev1alpha1.MailboxAPIExportName, f.center.Base)
+	endpoints, err := centerview.NewEndpoints(f.center.KCP, f.espw, edgev1alpha1.MailboxAPIExportName, f.center.Base)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -174,7 +174,7 @@ func (f *fleet) watchAssemblages(ctx context.Context, v *view) (*assemblageFeed,
 		DeleteFunc: func(obj any) { feed.changed(obj, time.Now()) },
 	}
 	var synced []cache.InformerSynced
-	for _, inf := range []*espw.Informer{assemblages, parts} {
+	for _, inf := range []*centerview.Informer{assemblages, parts} {
 		reg, err := inf.AddEventHandler(handler)
 		if err != nil {
 			return nil, nil, err

@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
-	"github.com/kcp-dev/edge-mc/pkg/espw"
+	"github.com/kcp-dev/edge-mc/pkg/centerview"
 	placementtranslator "github.com/kcp-dev/edge-mc/pkg/placement-translator"
 	"github.com/kcp-dev/edge-mc/pkg/syncer"
 	"github.com/kcp-dev/edge-mc/test/framework"
@@ -111,7 +111,7 @@ type report struct {
 func startEdgePlayer(ctx context.Context, s *framework.Server, espwPath logicalcluster.Path, appliedAfter, readyAfter time.Duration, parallel int) (*edgePlayer, error) {
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	url, ok := espw.WaitForEndpoint(wctx, s.KCP, espwPath, edgev1alpha1.MailboxAPIExportName)
+	url, ok := centerview.WaitForEndpoint(wctx, s.KCP, espwPath, edgev1alpha1.MailboxAPIExportName)
 	if !ok {
 		return nil, fmt.Errorf("the virtual workspace of %s is not published after 2m (is any mailbox ready?)", edgev1alpha1.MailboxAPIExportName)
 	}

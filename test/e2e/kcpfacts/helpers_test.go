@@ -62,7 +62,7 @@ func clusterOf(t *testing.T, path logicalcluster.Path) logicalcluster.Name {
 }
 
 // endpointURL waits until the APIExportEndpointSlice of the named export in the ESPW lists an
-// endpoint, as the controllers wait for it (espw.WaitForEndpoint), and returns its URL.
+// endpoint, as the controllers wait for it (centerview.WaitForEndpoint), and returns its URL.
 func endpointURL(t *testing.T, espw logicalcluster.Path, export string) string {
 	t.Helper()
 	var url string

@@ -1,4 +1,4 @@
-package espw
+package centerview
 
 import (
 	"context"
