@@ -1,6 +1,7 @@
 package placementtranslator
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
 	"github.com/kcp-dev/logicalcluster/v3"
 	apisv1alpha2 "github.com/kcp-dev/sdk/apis/apis/v1alpha2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -187,6 +189,49 @@ func keepWithoutConsent(pk placementKey, unaccepted map[schema.GroupResource]str
 	sort.Strings(kinds)
 	return fmt.Sprintf("the workspace's APIBinding %s does not accept the permission claims on %s, so edge-mc can no longer read those objects: what it delivered of them stays as last delivered, and none of them comes back from the edge; accept the claims (kubectl edge ensure wmw <this workspace> accepts them all) to resume; deleting the placement removes what it delivered",
 		edgev1alpha1.EdgeAPIExportName, strings.Join(kinds, ", "))
+}
+
+// unseenWithdrawals guards the removal of copies against a withdrawn consent that the cache of
+// APIBindings has not shown yet. When a workspace's owner rejects a claim, the virtual workspace
+// stops showing the objects of that kind at once, and its watch can tell the translator so before
+// the watch of the binding does: the objects look deleted, and their copies, with their
+// namespace, would be deleted at the edges (CI caught it under load, TestUpsyncNeedsConsent). So
+// before a mailbox loses any copy from a workspace, the workspace's binding is read from kcp: the
+// kinds of those copies whose claims kcp no longer accepts, while the cache still says they are,
+// are returned, and the caller waits for the cache instead of writing.
+func (c *Controller) unseenWithdrawals(ctx context.Context, current map[copyKey]copyRecord, d *desiredState) (map[string][]schema.GroupResource, error) {
+	removed := map[string]map[schema.GroupResource]bool{}
+	for key, rec := range current {
+		if _, stays := d.copies[key]; stays || d.keep[key] || d.keepSources[rec.source] {
+			continue
+		}
+		if removed[rec.source] == nil {
+			removed[rec.source] = map[schema.GroupResource]bool{}
+		}
+		removed[rec.source][key.gr] = true
+	}
+	out := map[string][]schema.GroupResource{}
+	for cluster, kinds := range removed {
+		cached := c.notConsented(cluster)
+		list, err := c.edgeVW.Cluster(logicalcluster.NewPath(cluster)).Resource(apiBindingsGVR).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("reading the APIBindings of workspace %s before removing copies of its objects: %w", cluster, err)
+		}
+		for i := range list.Items {
+			claims := claimsOf(&list.Items[i])
+			if !claims.ofEdge {
+				continue
+			}
+			for gr := range kinds {
+				_, liveUnaccepted := claims.unaccepted[gr]
+				_, cachedUnaccepted := cached[gr]
+				if liveUnaccepted && !cachedUnaccepted {
+					out[cluster] = append(out[cluster], gr)
+				}
+			}
+		}
+	}
+	return out, nil
 }
 
 // bindingChanged: a change of a workspace's consent changes what its placements may deliver.

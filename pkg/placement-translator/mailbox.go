@@ -80,6 +80,18 @@ func (c *Controller) reconcileMailbox(ctx context.Context, name string) (time.Du
 		return 2 * time.Second, nil
 	}
 
+	withdrawn, err := c.unseenWithdrawals(ctx, heldObjects(current), d)
+	if err != nil {
+		res.pending = true
+		return 0, err
+	}
+	if len(withdrawn) > 0 {
+		// Out of sight is not deleted: the binding's change reaches the cache in a moment, and
+		// then those copies are kept as last delivered.
+		logger.V(2).Info("objects left sight because their workspace's owner withdrew a claim that the cache of bindings does not show yet; waiting for it before writing", "kinds", fmt.Sprint(withdrawn))
+		res.pending = true
+		return time.Second, nil
+	}
 	plans := c.planAssemblages(ctx, mb, d, current)
 	placed := map[placementKey]bool{}
 	for _, pk := range d.placements {
