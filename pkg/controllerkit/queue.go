@@ -45,10 +45,9 @@ type Options struct {
 	// again sooner waits for the period's end, and all additions in between make one.
 	Period time.Duration
 	// BaseDelay and MaxDelay bound a failed key's backoff, which doubles with each failure in a
-	// row, with jitter (defaults DefaultBaseDelay, DefaultMaxDelay).
+	// row, with jitter (defaults DefaultBaseDelay, DefaultMaxDelay). A key is named in logs by
+	// fmt.Sprint: give its type a String method.
 	BaseDelay, MaxDelay time.Duration
-	// Describe names a key in logs (default fmt.Sprint).
-	Describe func(key any) string
 }
 
 // SyncFunc processes one key. A positive duration with a nil error asks for the key again after
@@ -75,9 +74,6 @@ func NewQueue[K comparable](opts Options) *Queue[K] {
 	}
 	if opts.MaxDelay < opts.BaseDelay {
 		opts.MaxDelay = max(DefaultMaxDelay, opts.BaseDelay)
-	}
-	if opts.Describe == nil {
-		opts.Describe = func(key any) string { return fmt.Sprint(key) }
 	}
 	b := &backoff[K]{base: opts.BaseDelay, max: opts.MaxDelay, failures: map[K]int{}}
 	return &Queue[K]{
@@ -176,7 +172,7 @@ func (q *Queue[K]) processNext(ctx context.Context, process SyncFunc[K]) bool {
 func (q *Queue[K]) call(ctx context.Context, process SyncFunc[K], key K) (requeue time.Duration, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			utilruntime.HandleErrorWithContext(ctx, nil, "panic while processing a key", "controller", q.opts.Name, "key", q.opts.Describe(key), "panic", r)
+			utilruntime.HandleErrorWithContext(ctx, nil, "panic while processing a key", "controller", q.opts.Name, "key", fmt.Sprint(key), "panic", r)
 			err = fmt.Errorf("panic: %v", r)
 		}
 	}()
@@ -201,7 +197,7 @@ func (q *Queue[K]) retry(ctx context.Context, key K, err error) {
 	}
 	metricRetries.WithLabelValues(q.opts.Name, reason).Inc()
 	failures := q.backoff.NumRequeues(key)
-	logger := klog.FromContext(ctx).WithValues("key", q.opts.Describe(key), "failures", failures, "retryIn", delay.Round(time.Millisecond).String())
+	logger := klog.FromContext(ctx).WithValues("key", fmt.Sprint(key), "failures", failures, "retryIn", delay.Round(time.Millisecond).String())
 	switch {
 	case reason == "forbidden":
 		logger.Error(err, "edge-controller-manager's identity lacks a right; run this version's kubectl edge init (and kubectl edge ensure wmw) again to grant it; will retry")
