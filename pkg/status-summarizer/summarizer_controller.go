@@ -186,8 +186,14 @@ func NewController(cfg Config) (*Controller, error) {
 			return nil, err
 		}
 		var client centerview.ClusterClient = edgeVW
-		if custom {
+		switch {
+		case custom:
 			client = own // custom kinds belong to no export, so the virtual workspace has none
+		case gvr.GroupResource() == crdsGVR.GroupResource():
+			// The virtual workspace serves CRDs with a schema that drops their openAPIV3Schema's
+			// fields, so every write of a CRD there is refused as invalid (kcp issue 3389);
+			// the workspace itself takes it.
+			client = own
 		}
 		return client.Cluster(logicalcluster.NewPath(k.cluster)).Resource(gvr).Namespace(k.key.Namespace), nil
 	}

@@ -133,6 +133,9 @@ func StartProcess(t testing.TB, name string, args ...string) *Process {
 				raw = raw[len(raw)-max:]
 			}
 			t.Logf("---- log of %s (%s) ----\n%s\n---- end of log of %s ----", p.name, p.logPath, raw, p.name)
+			if why := FailureNote(t); why != "" {
+				t.Logf("---- the test failed: %s", why)
+			}
 		}
 	})
 	return p

@@ -3,6 +3,9 @@ package framework
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +27,7 @@ func Eventually(t testing.TB, timeout time.Duration, check func() (done bool, wh
 			return
 		}
 		if time.Now().After(deadline) {
+			noteFailure(t, fmt.Sprintf("not so after %s: %s", timeout, why))
 			t.Fatalf("not so after %s: %s", timeout, why)
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -48,10 +52,41 @@ func WaitAtLeast(t testing.TB, timeout time.Duration, what string, count func() 
 			last, why = got, ""
 		}
 		if time.Now().After(deadline) {
+			noteFailure(t, fmt.Sprintf("%s: %d after %s, not yet %d %s", what, last, timeout, n, why))
 			t.Fatalf("%s: %d after %s, not yet %d %s", what, last, timeout, n, why)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// failures holds, per test, why a wait of this package failed it and where the test called the
+// wait: the processes' logs that a failed test prints come after the failure's own line, and
+// can be long, so each log ends by repeating it (FailureNote) where a reader of the output's tail
+// sees it.
+var failures sync.Map // testing.TB -> string
+
+func noteFailure(t testing.TB, why string) {
+	where := ""
+	for skip := 2; skip < 20; skip++ {
+		_, file, line, ok := runtime.Caller(skip)
+		if !ok {
+			break
+		}
+		if !strings.Contains(file, "/test/framework/") {
+			where = fmt.Sprintf("%s:%d: ", file[strings.LastIndex(file, "/")+1:], line)
+			break
+		}
+	}
+	failures.Store(t, where+why)
+}
+
+// FailureNote returns why a wait of this package failed the test, with the line of the test
+// that waited, or "" if none did.
+func FailureNote(t testing.TB) string {
+	if v, ok := failures.Load(t); ok {
+		return v.(string)
+	}
+	return ""
 }
 
 // Context returns a context that ends with the test, or after timeout.

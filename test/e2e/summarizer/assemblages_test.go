@@ -23,6 +23,7 @@ import (
 var (
 	assemblagesGVR = edgev1alpha1.SchemeGroupVersion.WithResource("assemblages")
 	widgetsGVR     = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	crdsGVR        = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 )
 
 const widgetCRD = `apiVersion: apiextensions.k8s.io/v1

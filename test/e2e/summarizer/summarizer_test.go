@@ -391,6 +391,10 @@ spec:
 	}
 	framework.EventuallyObject(t, "the Widget's executing count", wmw, widgetsGVR, "gadgets", "w1",
 		framework.FieldIs("1", "metadata", "annotations", edgev1alpha1.AnnotationExecutingCount))
+	// The CRD too: kcp's virtual workspace cannot write a CRD (kcp issue 3389), so the summarizer
+	// writes this one with its own identity.
+	framework.EventuallyObject(t, "the CRD's executing count", wmw, crdsGVR, "", "widgets.example.com",
+		framework.FieldIs("1", "metadata", "annotations", edgev1alpha1.AnnotationExecutingCount))
 	if framework.GetObject(t, p.DynamicClient(t), widgetsGVR, "gadgets", "w1") == nil {
 		t.Error("the Widget is not at the edge")
 	}
