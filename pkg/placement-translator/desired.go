@@ -2,7 +2,6 @@ package placementtranslator
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -38,10 +37,10 @@ const (
 // Problem reasons, per placement and destination.
 const (
 	problemConflict        = "Conflict"
-	problemCustomization   = "CustomizationError"
+	problemCustomization   = projection.ReasonCustomization
 	problemSelection       = "InvalidDownsync"
 	problemUnknownResource = "UnknownResource"
-	problemDenatured       = "InvalidDenaturedObject"
+	problemDenatured       = projection.ReasonDenatured
 	problemMailbox         = "MailboxNotReady"
 	problemWrite           = "WriteError"
 	problemTooLarge        = edgev1alpha1.PlacementTooLarge
@@ -226,46 +225,23 @@ func (c *Controller) parameters(dest edgev1alpha1.SinglePlacement) customize.Par
 func (c *Controller) projectPlacement(pk placementKey, p *edgev1alpha1.EdgePlacement, objs []workloadObject, params customize.Parameters, d *desiredState) map[copyKey]*desiredCopy {
 	out := map[copyKey]*desiredCopy{}
 	cluster := logicalcluster.Name(pk.cluster)
-	selected := map[copyKey]workloadObject{}
-	byKey := map[copyKey]workloadObject{}
-	for _, wo := range objs {
-		byKey[keyOf(wo)] = wo
-	}
+	cands := make([]projection.Candidate, 0, len(objs))
+	resources := make(map[transport.Key]resource, len(objs))
 	for _, wo := range objs {
 		u, r := wo.obj, wo.resource
-		// What came from the edge never goes back to mailboxes: that would loop.
-		if transport.IsSystemObject(r.gvr.Group, r.gvr.Resource, u) || edgev1alpha1.IsUpsynced(u.GetLabels()) {
-			continue
-		}
-		obj := projection.Object{Group: r.gvr.Group, Resource: r.gvr.Resource, Namespaced: r.namespaced,
-			Namespace: u.GetNamespace(), Name: u.GetName(), Labels: u.GetLabels()}
-		var nsLabels map[string]string
-		if r.namespaced {
-			nsLabels = c.workload.namespaceLabels(cluster, u.GetNamespace())
-		}
-		ok, err := projection.Selects(p.Spec.Downsync, obj, nsLabels)
-		if err != nil {
-			d.problems = append(d.problems, problem{pk, problemSelection, "spec." + err.Error()})
-			d.keepSources[pk.cluster] = true
-			return nil
-		}
-		if !ok {
-			continue
-		}
-		selected[keyOf(wo)] = wo
-		// What a selected object needs goes along: its namespace, and the CRD of a custom kind.
-		if r.namespaced {
-			nsKey := copyKey{gr: namespacesGVR.GroupResource(), name: u.GetNamespace()}
-			if ns, ok := byKey[nsKey]; ok {
-				selected[nsKey] = ns
-			}
-		}
-		if r.custom {
-			crdKey := copyKey{gr: crdsGVR.GroupResource(), name: r.gvr.Resource + "." + r.gvr.Group}
-			if crd, ok := byKey[crdKey]; ok {
-				selected[crdKey] = crd
-			}
-		}
+		cands = append(cands, projection.Candidate{Object: projection.Object{Group: r.gvr.Group, Resource: r.gvr.Resource, Namespaced: r.namespaced,
+			Namespace: u.GetNamespace(), Name: u.GetName(), Labels: u.GetLabels()}, Custom: r.custom, Source: u})
+		resources[transport.KeyOf(r.gvr.GroupResource(), u.GetNamespace(), u.GetName())] = r
+	}
+	chosen, err := projection.Select(p.Spec.Downsync, cands, func(ns string) map[string]string { return c.workload.namespaceLabels(cluster, ns) })
+	if err != nil {
+		d.problems = append(d.problems, problem{pk, problemSelection, "spec." + err.Error()})
+		d.keepSources[pk.cluster] = true
+		return nil
+	}
+	selected := make(map[copyKey]workloadObject, len(chosen))
+	for key, cand := range chosen {
+		selected[copyKey{gr: key.GroupResource(), namespace: key.Namespace, name: key.Name}] = workloadObject{resource: resources[key], obj: cand.Source}
 	}
 	// A resource name that the workspace does not have selects nothing, silently: most likely a
 	// typo, or a custom kind whose CRD is not there (yet). The rest of the placement goes on.
@@ -305,11 +281,7 @@ func (c *Controller) revisionOf(p *edgev1alpha1.EdgePlacement, selected map[copy
 	content := map[string]any{"downsync": string(downsync)}
 	for key, wo := range selected {
 		entry := c.sanitizedHash(wo.obj)
-		if name := wo.obj.GetAnnotations()[edgev1alpha1.AnnotationCustomizer]; name != "" {
-			ns := wo.obj.GetNamespace()
-			if i := strings.Index(name, "/"); i >= 0 {
-				ns, name = name[:i], name[i+1:]
-			}
+		if ns, name, ok := projection.CustomizerOf(wo.obj); ok {
 			if item, ok, _ := c.customizers.GetIndexer().GetByKey(kcpcache.ToClusterAwareKey(logicalcluster.From(wo.obj).String(), ns, name)); ok {
 				entry += "/" + c.sanitizedHash(centerview.AsUnstructured(item))
 			}
@@ -333,58 +305,23 @@ type projectionError struct {
 
 func (e *projectionError) Error() string { return e.msg }
 
-// makeCopy sanitises and customises one object for one destination.
+// makeCopy sanitises and customises one object for one destination, with the code that
+// `kubectl edge diff` runs too (projection.Copy).
 func (c *Controller) makeCopy(wo workloadObject, params customize.Parameters) (*unstructured.Unstructured, *projectionError) {
-	u := wo.obj
-	id := keyOf(wo).String()
-	if transport.IsDenatured(u) {
-		if _, err := transport.ParseDenatured(u); err != nil {
-			return nil, &projectionError{problemDenatured, err.Error()}
-		}
-	}
-	out := transport.Sanitize(u)
-	var customizer *edgev1alpha1.Customizer
-	if name := u.GetAnnotations()[edgev1alpha1.AnnotationCustomizer]; name != "" {
-		ns := u.GetNamespace()
-		if i := strings.Index(name, "/"); i >= 0 {
-			ns, name = name[:i], name[i+1:]
-		}
-		item, exists, _ := c.customizers.GetIndexer().GetByKey(kcpcache.ToClusterAwareKey(logicalcluster.From(u).String(), ns, name))
+	cluster := logicalcluster.From(wo.obj).String()
+	out, err := projection.Copy(wo.obj, keyOf(wo).String(), func(ns, name string) (*unstructured.Unstructured, bool) {
+		item, exists, _ := c.customizers.GetIndexer().GetByKey(kcpcache.ToClusterAwareKey(cluster, ns, name))
 		if !exists {
-			return nil, &projectionError{problemCustomization, fmt.Sprintf("%s names Customizer %s/%s (annotation %s), which does not exist", id, ns, name, edgev1alpha1.AnnotationCustomizer)}
+			return nil, false
 		}
-		customizer = &edgev1alpha1.Customizer{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(centerview.AsUnstructured(item).Object, customizer); err != nil {
-			return nil, &projectionError{problemCustomization, fmt.Sprintf("decoding Customizer %s/%s: %v", ns, name, err)}
-		}
-	}
-	if err := customize.Apply(out.Object, customizer, params); err != nil {
-		return nil, &projectionError{problemCustomization, customizationMessage(id, customizer, err)}
+		return centerview.AsUnstructured(item), true
+	}, params)
+	if err != nil {
+		return nil, &projectionError{err.Reason, err.Message}
 	}
 	return out, nil
 }
 
 func keyOf(wo workloadObject) copyKey {
 	return copyKey{gr: wo.resource.gvr.GroupResource(), namespace: wo.obj.GetNamespace(), name: wo.obj.GetName()}
-}
-
-// customizationMessage says what failed in customising the object id, where (the Customizer, if
-// the failure is in one of its replacements) and how to fix it.
-func customizationMessage(id string, customizer *edgev1alpha1.Customizer, err error) string {
-	msg := "customising " + id
-	var ce *customize.Error
-	if !errors.As(err, &ce) {
-		return fmt.Sprintf("%s: %v", msg, err)
-	}
-	if ce.Replacement > 0 && customizer != nil {
-		msg += fmt.Sprintf(" with Customizer %s/%s", customizer.Namespace, customizer.Name)
-	}
-	msg += fmt.Sprintf(": %v", err)
-	switch {
-	case ce.Key != "":
-		msg += fmt.Sprintf("; label or annotate the destination's SyncTarget or Location with %q, or change %%(%s)", ce.Key, ce.Key)
-	case ce.Replacement > 0:
-		msg += "; fix that replacement of the Customizer"
-	}
-	return msg + " (a copy delivered before keeps its last good version)"
 }
