@@ -14,7 +14,9 @@ import (
 func main() {
 	cmd := cli.NewCommand(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
 	if err := cmd.Execute(); err != nil {
-		fmt.Fprintf(os.Stderr, "error: %v\n", err)
-		os.Exit(1)
+		if msg := err.Error(); msg != "" {
+			fmt.Fprintf(os.Stderr, "error: %s\n", msg)
+		}
+		os.Exit(cli.ExitCode(err))
 	}
 }

@@ -243,6 +243,10 @@ spec:
 		f.condition(t, f.wmwA, "app", "Projected", metav1.ConditionTrue)
 	})
 
+	t.Run("kubectl edge diff shows what a change would do at each destination, and applies nothing", func(t *testing.T) {
+		testDiff(t, f)
+	})
+
 	t.Run("a Customizer change re-projects", func(t *testing.T) {
 		f.kubectl(t, f.wmwA, "patch", "customizer", "web", "-n", "app", "--type=json", "-p", `[{"op":"replace","path":"/replacements/0/value","value":"httpd:%(region)"}]`)
 		f.expectEverywhere(t, "customizer change", func(_, region string, _ []string, objs map[string]*unstructured.Unstructured) string {
