@@ -33,6 +33,7 @@ import (
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 	"github.com/kcp-dev/edge-mc/pkg/placement-translator/customize"
 	"github.com/kcp-dev/edge-mc/pkg/placement-translator/projection"
+	"github.com/kcp-dev/edge-mc/pkg/transport"
 	"github.com/kcp-dev/edge-mc/pkg/workspaces"
 )
 
@@ -62,9 +63,10 @@ func ExitCode(err error) int {
 }
 
 var (
-	slicesGVR      = edgev1alpha1.SchemeGroupVersion.WithResource("singleplacementslices")
-	customizersGVR = edgev1alpha1.SchemeGroupVersion.WithResource("customizers")
-	crdsGVR        = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	slicesGVR          = edgev1alpha1.SchemeGroupVersion.WithResource("singleplacementslices")
+	customizersGVR     = edgev1alpha1.SchemeGroupVersion.WithResource("customizers")
+	assemblagePartsGVR = edgev1alpha1.SchemeGroupVersion.WithResource("assemblageparts")
+	crdsGVR            = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 )
 
 // maxNamedDestinations is how many destinations of a group of identical changes the output names;
@@ -80,8 +82,8 @@ type diffOptions struct {
 func newDiffCommand(o *Options) *cobra.Command {
 	do := &diffOptions{Options: o}
 	cmd := &cobra.Command{
-		Use:   "diff -f FILE",
-		Short: "Show what each edge cluster would get if the file were applied, before applying it",
+		Use:   "diff (-f FILE | PLACEMENT)",
+		Short: "Show what each edge cluster would get if the file were applied, or what a placement's waiting destinations will get",
 		Long: `Show, before anything is applied, what applying the file's objects to the workload workspace
 would change at each destination of its EdgePlacements: objects added, changed and removed, and a
 unified diff of each changed object as the destination would get it (customised: Customizers and
@@ -92,23 +94,39 @@ stored), and each destination's copies are computed before and after with the pl
 translator's own code. Destinations whose changes are the same are shown once, with their count.
 A changed EdgePlacement is shown at the destinations the edge scheduler chose for it now.
 
+With an EdgePlacement instead of a file: what each of its destinations has been delivered (the
+assemblage in its mailbox) against what the workspace holds now, that is what a paused or gated
+rollout, or a dependency not ready yet, still holds back from each destination. This reads the
+mailboxes, as kubectl edge status --target does, and needs read access to them.
+
 Exit status, as kubectl diff's: 0 no change, 1 changes, 2 an error.`,
 		Example: `  kubectl edge diff -f web.yaml
   kubectl edge diff -f web.yaml --wmw root:wmw-a
-  kubectl edge diff -f - < customizer.yaml`,
+  kubectl edge diff -f - < customizer.yaml
+  kubectl edge diff web --wmw root:wmw-a`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if err := positional(nil, 0)(cmd, args); err != nil {
+			if err := positional(nil, 1)(cmd, args); err != nil {
 				return &ExitError{Code: 2, Err: err}
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if len(do.files) == 0 {
-				return &ExitError{Code: 2, Err: fmt.Errorf("kubectl edge diff: give the objects to compare with -f FILE (- for standard input)")}
+		ValidArgsFunction: o.placementArg(&do.wmw),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case len(do.files) == 0 && len(args) == 0:
+				return &ExitError{Code: 2, Err: fmt.Errorf("kubectl edge diff: give the objects to compare with -f FILE (- for standard input), or an EdgePlacement whose destinations' delivered versions to compare with the workspace")}
+			case len(do.files) > 0 && len(args) > 0:
+				return &ExitError{Code: 2, Err: fmt.Errorf("kubectl edge diff: give -f FILE or an EdgePlacement, not both")}
 			}
 			ctx, cancel := o.context(cmd)
 			defer cancel()
-			changed, err := do.run(ctx, cmd.InOrStdin())
+			var changed bool
+			var err error
+			if len(args) == 1 {
+				changed, err = do.runPlacement(ctx, args[0])
+			} else {
+				changed, err = do.run(ctx, cmd.InOrStdin())
+			}
 			if err != nil {
 				return &ExitError{Code: 2, Err: err}
 			}
@@ -156,44 +174,61 @@ type placeable struct {
 	custom     bool
 }
 
-func (do *diffOptions) run(ctx context.Context, in io.Reader) (bool, error) {
+// diffClients are the clients of one diff run.
+type diffClients struct {
+	base      *rest.Config
+	wmw       logicalcluster.Path
+	dyn       dynamic.Interface
+	mapper    meta.RESTMapper
+	resources []placeable
+}
+
+func (do *diffOptions) clients(ctx context.Context) (*diffClients, error) {
 	cfg, err := do.restConfig()
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	base, current := workspaces.Split(cfg)
 	wmw := current
 	if do.wmw != "" {
 		if wmw, err = workspaces.ParsePath(do.wmw); err != nil {
-			return false, fmt.Errorf("--wmw: %w", err)
+			return nil, fmt.Errorf("--wmw: %w", err)
 		}
 	}
 	if wmw.Empty() {
-		return false, fmt.Errorf("no workload workspace: give --wmw, or use a kubeconfig whose server is a workspace's URL")
-	}
-	objs, err := readObjects(do.files, in)
-	if err != nil {
-		return false, err
+		return nil, fmt.Errorf("no workload workspace: give --wmw, or use a kubeconfig whose server is a workspace's URL")
 	}
 	wcfg := workspaces.ConfigFor(base, wmw)
 	dyn, err := dynamic.NewForConfig(wcfg)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	kcp, err := kcpclientset.NewForConfig(base)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	disco, err := discovery.NewDiscoveryClientForConfig(wcfg)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
-
 	resources, err := placeableResources(ctx, kcp, dyn, mapper, wmw)
+	if err != nil {
+		return nil, err
+	}
+	return &diffClients{base: base, wmw: wmw, dyn: dyn, mapper: mapper, resources: resources}, nil
+}
+
+func (do *diffOptions) run(ctx context.Context, in io.Reader) (bool, error) {
+	objs, err := readObjects(do.files, in)
 	if err != nil {
 		return false, err
 	}
+	c, err := do.clients(ctx)
+	if err != nil {
+		return false, err
+	}
+	base, wmw, dyn, mapper, resources := c.base, c.wmw, c.dyn, c.mapper, c.resources
 	before, err := readWorkspace(ctx, dyn, resources, wmw)
 	if err != nil {
 		return false, err
@@ -251,6 +286,55 @@ func (do *diffOptions) run(ctx context.Context, in io.Reader) (bool, error) {
 		}
 	}
 	return anyChange, nil
+}
+
+// runPlacement compares, at each destination of a placement, what its mailbox's assemblage
+// holds with what the workspace holds now.
+func (do *diffOptions) runPlacement(ctx context.Context, name string) (bool, error) {
+	c, err := do.clients(ctx)
+	if err != nil {
+		return false, err
+	}
+	now, err := readWorkspace(ctx, c.dyn, c.resources, c.wmw)
+	if err != nil {
+		return false, err
+	}
+	p := now.placements[name]
+	if p == nil {
+		return false, fmt.Errorf("there is no EdgePlacement %q in %s", name, c.wmw)
+	}
+	cluster := logicalcluster.From(p).String()
+	dests, err := destinationsOf(ctx, c.dyn, c.wmw)
+	if err != nil {
+		return false, err
+	}
+	params := &paramReader{base: c.base, cache: map[string]*unstructured.Unstructured{}}
+	changes := map[string][]objectChange{}
+	var order []string
+	for _, dest := range dests[name] {
+		id := destinationName(dest)
+		order = append(order, id)
+		delivered, shared, err := params.delivered(ctx, dest, transport.AssemblageName(cluster, name))
+		if err != nil {
+			return false, fmt.Errorf("EdgePlacement %s, destination %s: %w", name, id, err)
+		}
+		want, err := project(ctx, now, p, dest, params)
+		if err != nil {
+			return false, fmt.Errorf("EdgePlacement %s, destination %s: %w", name, id, err)
+		}
+		for k := range shared {
+			delete(want, k) // delivered in another placement's assemblage
+		}
+		changes[id] = compareCopies(delivered, want)
+	}
+	groups := groupChanges(order, changes)
+	printPlacementDiff(do.Out, name, len(order), groups)
+	for _, g := range groups {
+		if len(g.Changes) > 0 {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // readObjects reads every object of the files ("-": in).
@@ -555,6 +639,72 @@ func (r *paramReader) parameters(ctx context.Context, dest edgev1alpha1.SinglePl
 	return p, nil
 }
 
+// delivered returns what a destination's mailbox holds of an assemblage, by object key, as YAML,
+// and the keys of the objects it shares with another placement's assemblage. A destination
+// with no assemblage yet has nothing.
+func (r *paramReader) delivered(ctx context.Context, dest edgev1alpha1.SinglePlacement, assemblage string) (map[string]string, map[string]bool, error) {
+	st, err := r.get(ctx, dest.Cluster, syncTargetsGVR, dest.SyncTargetName)
+	if err != nil {
+		return nil, nil, err
+	}
+	mailbox, _, _ := unstructured.NestedString(st.Object, "status", "mailboxWorkspace")
+	if mailbox == "" {
+		return nil, nil, fmt.Errorf("SyncTarget %s has no mailbox yet (see its MailboxReady condition)", dest.SyncTargetName)
+	}
+	path, err := workspaces.ParsePath(mailbox)
+	if err != nil {
+		return nil, nil, fmt.Errorf("SyncTarget %s names mailbox %q: %w", dest.SyncTargetName, mailbox, err)
+	}
+	client, err := dynamic.NewForConfig(workspaces.ConfigFor(r.base, path))
+	if err != nil {
+		return nil, nil, err
+	}
+	u, err := client.Resource(assemblagesGVR).Get(ctx, assemblage, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return map[string]string{}, nil, nil
+	case apierrors.IsForbidden(err):
+		return nil, nil, fmt.Errorf("your credentials cannot read the assemblage %s in mailbox %s; diff of a placement reads the mailboxes, as kubectl edge status --target does: %w", assemblage, path, err)
+	case err != nil:
+		return nil, nil, fmt.Errorf("reading the assemblage %s in mailbox %s: %w", assemblage, path, err)
+	}
+	a := &edgev1alpha1.Assemblage{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, a); err != nil {
+		return nil, nil, fmt.Errorf("decoding the assemblage %s in mailbox %s: %w", assemblage, path, err)
+	}
+	var parts []*edgev1alpha1.AssemblagePart
+	if a.Spec.Parts > 1 {
+		list, err := client.Resource(assemblagePartsGVR).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, nil, fmt.Errorf("listing the assemblage parts in mailbox %s: %w", path, err)
+		}
+		for i := range list.Items {
+			part := &edgev1alpha1.AssemblagePart{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(list.Items[i].Object, part); err == nil {
+				parts = append(parts, part)
+			}
+		}
+	}
+	doc, err := transport.DecodeAssemblage(a, parts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the assemblage %s in mailbox %s cannot be read: %w", assemblage, path, err)
+	}
+	out := map[string]string{}
+	for i := range doc.Objects {
+		e := &doc.Objects[i]
+		text, err := yaml.Marshal(e.Object)
+		if err != nil {
+			return nil, nil, err
+		}
+		out[e.Key().String()] = string(text)
+	}
+	shared := map[string]bool{}
+	for _, o := range a.Spec.Shared {
+		shared[o.Object] = true
+	}
+	return out, shared, nil
+}
+
 // project is what a placement delivers to a destination from a workspace's state, by object
 // key: the copies as YAML, or, for an object that cannot be copied, the error the placement
 // would report (the destination keeps its last good copy).
@@ -650,21 +800,36 @@ type changeGroup struct {
 	Changes      []objectChange
 }
 
-// groupChanges groups the destinations (in the given order) by identical changes: the groups in
-// the order of their first destination, the unchanged destinations together like any other.
+// changeSignature is what makes two destinations' changes the same: the same objects, each
+// added, changed or removed, with the same lines removed and added. The lines of context around
+// them may differ (another destination's parameters in a line nearby).
+func changeSignature(cs []objectChange) string {
+	var sig strings.Builder
+	for _, c := range cs {
+		fmt.Fprintf(&sig, "%q %q", c.Object, c.Op)
+		for _, line := range strings.Split(c.Diff, "\n") {
+			if (strings.HasPrefix(line, "+") || strings.HasPrefix(line, "-")) && !strings.HasPrefix(line, "+++ ") && !strings.HasPrefix(line, "--- ") {
+				fmt.Fprintf(&sig, " %q", line)
+			}
+		}
+		sig.WriteString(";")
+	}
+	return sig.String()
+}
+
+// groupChanges groups the destinations (in the given order) by the same changes
+// (changeSignature): the groups in the order of their first destination, whose changes they
+// show; the unchanged destinations are a group like any other.
 func groupChanges(order []string, changes map[string][]objectChange) []changeGroup {
 	var groups []changeGroup
 	index := map[string]int{}
 	for _, d := range order {
 		cs := changes[d]
-		var sig strings.Builder
-		for _, c := range cs {
-			fmt.Fprintf(&sig, "%q %q %q;", c.Object, c.Op, c.Diff)
-		}
-		i, ok := index[sig.String()]
+		sig := changeSignature(cs)
+		i, ok := index[sig]
 		if !ok {
 			i = len(groups)
-			index[sig.String()] = i
+			index[sig] = i
 			groups = append(groups, changeGroup{Changes: cs})
 		}
 		groups[i].Destinations = append(groups[i].Destinations, d)
@@ -701,6 +866,9 @@ func printPlacementDiff(out io.Writer, placement string, destinations int, group
 		fmt.Fprintf(out, "\n== %d destination(s): %s%s\n", len(g.Destinations), strings.Join(named, ", "), more)
 		for _, c := range g.Changes {
 			fmt.Fprintf(out, "%s %s\n", c.Op, c.Object)
+		}
+		if len(g.Destinations) > 1 {
+			fmt.Fprintf(out, "(as at %s; the others' lines of context may differ)\n", g.Destinations[0])
 		}
 		for _, c := range g.Changes {
 			fmt.Fprint(out, c.Diff)

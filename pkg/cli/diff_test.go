@@ -44,10 +44,12 @@ func TestCompareCopies(t *testing.T) {
 }
 
 func TestGroupChanges(t *testing.T) {
-	edit := []objectChange{{Object: "configmaps/app/c", Op: "changed", Diff: "-a\n+b\n"}}
-	other := []objectChange{{Object: "configmaps/app/c", Op: "changed", Diff: "-a\n+c\n"}}
+	edit := []objectChange{{Object: "configmaps/app/c", Op: "changed", Diff: "--- c (now)\n+++ c (after)\n zone: z1\n-a\n+b\n"}}
+	// The same change beside another destination's parameter: the same group.
+	sameEdit := []objectChange{{Object: "configmaps/app/c", Op: "changed", Diff: "--- c (now)\n+++ c (after)\n zone: z3\n-a\n+b\n"}}
+	other := []objectChange{{Object: "configmaps/app/c", Op: "changed", Diff: "--- c (now)\n+++ c (after)\n zone: z1\n-a\n+c\n"}}
 	order := []string{"imw:e1", "imw:e2", "imw:e3", "imw:e4"}
-	changes := map[string][]objectChange{"imw:e1": edit, "imw:e2": nil, "imw:e3": edit, "imw:e4": other}
+	changes := map[string][]objectChange{"imw:e1": edit, "imw:e2": nil, "imw:e3": sameEdit, "imw:e4": other}
 	groups := groupChanges(order, changes)
 	if len(groups) != 3 {
 		t.Fatalf("groups = %+v, want 3: e1+e3, e2 unchanged, e4", groups)
@@ -94,10 +96,11 @@ func FuzzGroupChanges(f *testing.F) {
 	f.Fuzz(func(t *testing.T, picks []byte) {
 		variants := [][]objectChange{
 			nil,
-			{{Object: "a", Op: "changed", Diff: "x"}},
-			{{Object: "a", Op: "changed", Diff: "y"}},
-			{{Object: "a", Op: "added", Diff: "x"}, {Object: "b", Op: "removed", Diff: ""}},
-			{{Object: "a\x00changed", Op: "x", Diff: ""}},
+			{{Object: "a", Op: "changed", Diff: " ctx1\n-x\n+y\n"}},
+			{{Object: "a", Op: "changed", Diff: " ctx2\n-x\n+y\n"}},
+			{{Object: "a", Op: "changed", Diff: " ctx1\n-x\n+z\n"}},
+			{{Object: "a", Op: "added", Diff: "+x\n"}, {Object: "b", Op: "removed", Diff: "-y\n"}},
+			{{Object: "a\" \"changed", Op: "x", Diff: ""}},
 		}
 		var order []string
 		changes := map[string][]objectChange{}
@@ -107,10 +110,13 @@ func FuzzGroupChanges(f *testing.F) {
 			changes[d] = variants[int(p)%len(variants)]
 		}
 		groups := groupChanges(order, changes)
+		if len(picks) > 0 && changeSignature(variants[1]) != changeSignature(variants[2]) {
+			t.Fatal("two changes that differ only in context have different signatures")
+		}
 		seen := map[string]bool{}
 		sigs := map[string]bool{}
 		for _, g := range groups {
-			sig := fmt.Sprintf("%q", g.Changes)
+			sig := changeSignature(g.Changes)
 			if sigs[sig] {
 				t.Fatalf("two groups have the same changes %s", sig)
 			}
@@ -120,7 +126,7 @@ func FuzzGroupChanges(f *testing.F) {
 					t.Fatalf("destination %s is in two groups", d)
 				}
 				seen[d] = true
-				if fmt.Sprintf("%q", changes[d]) != sig {
+				if changeSignature(changes[d]) != sig {
 					t.Fatalf("destination %s has changes %q, its group %s", d, changes[d], sig)
 				}
 			}
