@@ -395,13 +395,15 @@ func (e *Engine) Result(key PlacementKey) (Result, bool) {
 	}
 	switch {
 	case p.err != nil:
-		return Result{Status: metav1.ConditionFalse, Reason: edgev1alpha1.ReasonInvalidSelector, Message: p.err.Error()}, true
+		return Result{Status: metav1.ConditionFalse, Reason: edgev1alpha1.ReasonInvalidSelector, Message: p.err.Error(),
+			NumberOfDestinations: p.n, SpreadBy: p.spreadBy}, true
 	case len(p.raw) == 0:
 		return Result{Status: metav1.ConditionFalse, Reason: edgev1alpha1.ReasonNoLocationMatches,
-			Message: "spec.locationSelectors is empty, so no Location is selected; add a selector that matches the labels of some Locations"}, true
+			Message:              "spec.locationSelectors is empty, so no Location is selected; add a selector that matches the labels of some Locations",
+			NumberOfDestinations: p.n, SpreadBy: p.spreadBy}, true
 	case len(p.locations) == 0:
 		return Result{Status: metav1.ConditionFalse, Reason: edgev1alpha1.ReasonNoLocationMatches,
-			Message: noLocationMessage(p.selectors)}, true
+			Message: noLocationMessage(p.selectors), NumberOfDestinations: p.n, SpreadBy: p.spreadBy}, true
 	}
 
 	// Every (SyncTarget, Location) pair, sorted so that each SyncTarget's pairs are together, in

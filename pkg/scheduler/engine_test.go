@@ -970,6 +970,13 @@ func TestPickInputs(t *testing.T) {
 	if got := e.SetSyncTarget(ObjectKey{"imw", "t2"}, uidOf("imw", "t2"), lbls("site", "2", "owner", "me"), false); got != nil {
 		t.Errorf("an unrelated label dirtied %v", got)
 	}
+	// With no Location matched, the Result still carries the pick, so that the controller says
+	// that nothing was picked.
+	e.SetPlacement(pk, []edgev1alpha1.LabelSelector{matchLabels("region", "north")})
+	if r, _ := e.Result(pk); r.Reason != edgev1alpha1.ReasonNoLocationMatches || r.NumberOfDestinations != 1 || r.SpreadBy != "zone" {
+		t.Fatalf("matching no Location: %+v", r)
+	}
+	e.SetPlacement(pk, []edgev1alpha1.LabelSelector{matchLabels("region", "east")})
 	if got := e.SetPick(pk, 0, ""); !slices.Equal(got, []PlacementKey{pk}) {
 		t.Fatalf("SetPick removed dirtied %v", got)
 	}
