@@ -283,7 +283,7 @@ func problemConditions(p *edgev1alpha1.EdgePlacement) []metav1.Condition {
 	for _, c := range p.Status.Conditions {
 		bad := false
 		switch c.Type {
-		case edgev1alpha1.PlacementScheduled:
+		case edgev1alpha1.PlacementScheduled, edgev1alpha1.PlacementDestinationsPicked:
 			bad = c.Status == metav1.ConditionFalse
 		case edgev1alpha1.PlacementProjected:
 			// Pending and MailboxNotReady pass by themselves; NoDestinations is Scheduled's.

@@ -219,3 +219,22 @@ func TestPrintPlacementsWideAndName(t *testing.T) {
 		t.Errorf("-o name:\n%s\nwant:\n%s", out.String(), want)
 	}
 }
+
+// A placement's conditions that need the user's attention are shown; those that pass by
+// themselves are not.
+func TestProblemConditions(t *testing.T) {
+	p := &edgev1alpha1.EdgePlacement{Status: edgev1alpha1.EdgePlacementStatus{Conditions: []metav1.Condition{
+		{Type: edgev1alpha1.PlacementScheduled, Status: metav1.ConditionTrue, Reason: edgev1alpha1.ReasonScheduled},
+		{Type: edgev1alpha1.PlacementDestinationsPicked, Status: metav1.ConditionFalse, Reason: edgev1alpha1.ReasonTooFewSyncTargets,
+			Message: "picked 1 of 2: only 1 SyncTarget matches"},
+		{Type: edgev1alpha1.PlacementProjected, Status: metav1.ConditionFalse, Reason: "Pending"},
+	}}}
+	got := problemConditions(p)
+	if len(got) != 1 || got[0].Type != edgev1alpha1.PlacementDestinationsPicked {
+		t.Fatalf("problem conditions %+v, want only DestinationsPicked", got)
+	}
+	p.Status.Conditions[1].Status, p.Status.Conditions[1].Reason = metav1.ConditionTrue, edgev1alpha1.ReasonPicked
+	if got := problemConditions(p); len(got) != 0 {
+		t.Fatalf("problem conditions %+v, want none", got)
+	}
+}

@@ -50,6 +50,12 @@ type Result struct {
 	Status  metav1.ConditionStatus
 	Reason  string
 	Message string
+	// NumberOfDestinations and SpreadBy are the placement's, as last set with SetPick: with
+	// NumberOfDestinations > 0 the controller picks that many of Candidates (see Pick).
+	NumberOfDestinations int
+	SpreadBy             string
+	// Candidates are Destinations with their values of SpreadBy, when NumberOfDestinations > 0.
+	Candidates []Candidate
 }
 
 // Engine matches EdgePlacements against Locations and SyncTargets. Each Set or Delete does work
@@ -76,6 +82,9 @@ type placementState struct {
 	selectors []labels.Selector // nil when err != nil: an invalid placement matches nothing
 	err       error
 	locations map[*locationState]struct{} // the Locations its selectors match
+	// n and spreadBy are spec.numberOfDestinations (0 when unset) and spec.spreadBy.
+	n        int
+	spreadBy string
 }
 
 // locationState is what the engine knows of one Location.
@@ -150,6 +159,17 @@ func (e *Engine) SetPlacement(key PlacementKey, selectors []edgev1alpha1.LabelSe
 	return []PlacementKey{key}
 }
 
+// SetPick records a placement's numberOfDestinations (0 when unset) and spreadBy, after
+// SetPlacement. It returns the placement's key if they changed.
+func (e *Engine) SetPick(key PlacementKey, n int, spreadBy string) []PlacementKey {
+	p, known := e.placements[key]
+	if !known || (p.n == n && p.spreadBy == spreadBy) {
+		return nil
+	}
+	p.n, p.spreadBy = n, spreadBy
+	return []PlacementKey{key}
+}
+
 // DeletePlacement forgets an EdgePlacement. It returns the key itself if the placement was known,
 // so that the controller can forget it too; Result then reports it unknown.
 func (e *Engine) DeletePlacement(key PlacementKey) []PlacementKey {
@@ -191,6 +211,11 @@ func (e *Engine) SetLocation(key ObjectKey, locationLabels map[string]string, in
 	}
 	dirty := placementSet{}
 	if labelsChanged {
+		for p := range l.placements {
+			if p.spreadBy != "" && !sameLabel(l.labels, locationLabels, p.spreadBy) {
+				dirty[p.key] = struct{}{}
+			}
+		}
 		l.labels = copyLabels(locationLabels)
 		for _, p := range e.placements {
 			now := p.matches(l.labels)
@@ -276,6 +301,14 @@ func (e *Engine) SetSyncTarget(key ObjectKey, uid types.UID, targetLabels map[st
 	}
 	t.uid, t.unschedulable = uid, unschedulable
 	if labelsChanged {
+		// A placement spread by a label whose value changed may pick differently.
+		for l := range t.locations {
+			for p := range l.placements {
+				if p.spreadBy != "" && !sameLabel(t.labels, targetLabels, p.spreadBy) {
+					dirty[p.key] = struct{}{}
+				}
+			}
+		}
 		t.labels = copyLabels(targetLabels)
 		for _, l := range c.locations {
 			now := l.selector.Matches(t.labels)
@@ -362,13 +395,15 @@ func (e *Engine) Result(key PlacementKey) (Result, bool) {
 	}
 	switch {
 	case p.err != nil:
-		return Result{Status: metav1.ConditionFalse, Reason: edgev1alpha1.ReasonInvalidSelector, Message: p.err.Error()}, true
+		return Result{Status: metav1.ConditionFalse, Reason: edgev1alpha1.ReasonInvalidSelector, Message: p.err.Error(),
+			NumberOfDestinations: p.n, SpreadBy: p.spreadBy}, true
 	case len(p.raw) == 0:
 		return Result{Status: metav1.ConditionFalse, Reason: edgev1alpha1.ReasonNoLocationMatches,
-			Message: "spec.locationSelectors is empty, so no Location is selected; add a selector that matches the labels of some Locations"}, true
+			Message:              "spec.locationSelectors is empty, so no Location is selected; add a selector that matches the labels of some Locations",
+			NumberOfDestinations: p.n, SpreadBy: p.spreadBy}, true
 	case len(p.locations) == 0:
 		return Result{Status: metav1.ConditionFalse, Reason: edgev1alpha1.ReasonNoLocationMatches,
-			Message: noLocationMessage(p.selectors)}, true
+			Message: noLocationMessage(p.selectors), NumberOfDestinations: p.n, SpreadBy: p.spreadBy}, true
 	}
 
 	// Every (SyncTarget, Location) pair, sorted so that each SyncTarget's pairs are together, in
@@ -383,7 +418,7 @@ func (e *Engine) Result(key PlacementKey) (Result, bool) {
 	reached := make([]reach, 0, n)
 	for l := range p.locations {
 		for t := range l.targets {
-			reached = append(reached, reach{target: t, location: l.key.Name})
+			reached = append(reached, reach{target: t, location: l})
 		}
 	}
 	slices.SortFunc(reached, compareReach)
@@ -398,22 +433,37 @@ func (e *Engine) Result(key PlacementKey) (Result, bool) {
 		}
 	}
 	destinations := make([]edgev1alpha1.SinglePlacement, 0, schedulable)
+	var candidates []Candidate
+	if p.n > 0 {
+		candidates = make([]Candidate, 0, schedulable)
+	}
 	for i, r := range reached {
 		if (i > 0 && reached[i-1].target == r.target) || r.target.unschedulable {
 			continue
 		}
-		destinations = append(destinations, edgev1alpha1.SinglePlacement{
+		d := edgev1alpha1.SinglePlacement{
 			Cluster:        r.target.key.Cluster,
-			LocationName:   r.location,
+			LocationName:   r.location.key.Name,
 			SyncTargetName: r.target.key.Name,
 			SyncTargetUID:  r.target.uid,
-		})
+		}
+		destinations = append(destinations, d)
+		if p.n > 0 {
+			c := Candidate{Destination: d}
+			if p.spreadBy != "" {
+				c.SpreadValue, c.Labelled = spreadValue(r.location.labels, r.target.labels, p.spreadBy)
+			}
+			candidates = append(candidates, c)
+		}
 	}
 
 	r := Result{
-		Destinations:        destinations,
-		MatchingLocations:   len(p.locations),
-		MatchingSyncTargets: len(destinations),
+		Destinations:         destinations,
+		MatchingLocations:    len(p.locations),
+		MatchingSyncTargets:  len(destinations),
+		NumberOfDestinations: p.n,
+		SpreadBy:             p.spreadBy,
+		Candidates:           candidates,
 	}
 	var notes []string
 	if unschedulable > 0 {
@@ -444,7 +494,7 @@ func (e *Engine) Result(key PlacementKey) (Result, bool) {
 // reach is a SyncTarget reached through a Location.
 type reach struct {
 	target   *syncTargetState
-	location string
+	location *locationState
 }
 
 // compareReach orders by cluster, SyncTarget name, then Location name.
@@ -455,7 +505,24 @@ func compareReach(a, b reach) int {
 		}
 		return strings.Compare(a.target.key.Name, b.target.key.Name)
 	}
-	return strings.Compare(a.location, b.location)
+	return strings.Compare(a.location.key.Name, b.location.key.Name)
+}
+
+// spreadValue is a destination's value of the spreadBy label: its Location's, or, if the
+// Location lacks the label, its SyncTarget's. It reports false if neither has it.
+func spreadValue(location, target labels.Set, key string) (string, bool) {
+	if v, ok := location[key]; ok {
+		return v, true
+	}
+	v, ok := target[key]
+	return v, ok
+}
+
+// sameLabel tells whether two label sets agree on a key, presence included.
+func sameLabel(a, b map[string]string, key string) bool {
+	av, aok := a[key]
+	bv, bok := b[key]
+	return aok == bok && av == bv
 }
 
 // matches tells whether any of the placement's selectors matches a Location's labels.

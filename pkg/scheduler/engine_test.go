@@ -922,3 +922,65 @@ func TestCallerMutationDoesNotLeak(t *testing.T) {
 		t.Errorf("result %+v changed with the caller's maps", r)
 	}
 }
+
+// A placement's numberOfDestinations and spreadBy: a change of them dirties it, its Result
+// carries the candidates with their values (the Location's label, else the SyncTarget's), and a
+// change of that label on either dirties the placements spread by it, and only those.
+func TestPickInputs(t *testing.T) {
+	e := NewEngine()
+	pk := PlacementKey{"wmw", "web"}
+	other := PlacementKey{"wmw", "plain"}
+	e.SetPlacement(pk, []edgev1alpha1.LabelSelector{matchLabels("region", "east")})
+	e.SetPlacement(other, []edgev1alpha1.LabelSelector{matchLabels("region", "east")})
+	e.SetLocation(ObjectKey{"imw", "l1"}, lbls("region", "east", "zone", "a"), bySite("1"))
+	e.SetLocation(ObjectKey{"imw", "l2"}, lbls("region", "east"), bySite("2"))
+	e.SetSyncTarget(ObjectKey{"imw", "t1"}, uidOf("imw", "t1"), lbls("site", "1", "zone", "x"), false)
+	e.SetSyncTarget(ObjectKey{"imw", "t2"}, uidOf("imw", "t2"), lbls("site", "2", "zone", "y"), false)
+
+	if r, _ := e.Result(pk); r.NumberOfDestinations != 0 || r.Candidates != nil {
+		t.Fatalf("without numberOfDestinations: %+v", r)
+	}
+	if got := e.SetPick(pk, 1, "zone"); !slices.Equal(got, []PlacementKey{pk}) {
+		t.Fatalf("SetPick dirtied %v", got)
+	}
+	if got := e.SetPick(pk, 1, "zone"); got != nil {
+		t.Fatalf("SetPick unchanged dirtied %v", got)
+	}
+	values := func() []string {
+		r, _ := e.Result(pk)
+		var out []string
+		for _, c := range r.Candidates {
+			out = append(out, fmt.Sprintf("%s=%s/%t", c.Destination.SyncTargetName, c.SpreadValue, c.Labelled))
+		}
+		return out
+	}
+	if got, want := values(), []string{"t1=a/true", "t2=y/true"}; !slices.Equal(got, want) {
+		t.Fatalf("candidates %v, want %v (the Location's label first)", got, want)
+	}
+
+	if got := e.SetLocation(ObjectKey{"imw", "l1"}, lbls("region", "east", "zone", "b"), bySite("1")); !slices.Equal(got, []PlacementKey{pk}) {
+		t.Errorf("relabelling the Location's zone dirtied %v, want only the spread placement", got)
+	}
+	if got := e.SetSyncTarget(ObjectKey{"imw", "t2"}, uidOf("imw", "t2"), lbls("site", "2"), false); !slices.Equal(got, []PlacementKey{pk}) {
+		t.Errorf("dropping the SyncTarget's zone dirtied %v, want only the spread placement", got)
+	}
+	if got, want := values(), []string{"t1=b/true", "t2=/false"}; !slices.Equal(got, want) {
+		t.Fatalf("candidates %v, want %v", got, want)
+	}
+	if got := e.SetSyncTarget(ObjectKey{"imw", "t2"}, uidOf("imw", "t2"), lbls("site", "2", "owner", "me"), false); got != nil {
+		t.Errorf("an unrelated label dirtied %v", got)
+	}
+	// With no Location matched, the Result still carries the pick, so that the controller says
+	// that nothing was picked.
+	e.SetPlacement(pk, []edgev1alpha1.LabelSelector{matchLabels("region", "north")})
+	if r, _ := e.Result(pk); r.Reason != edgev1alpha1.ReasonNoLocationMatches || r.NumberOfDestinations != 1 || r.SpreadBy != "zone" {
+		t.Fatalf("matching no Location: %+v", r)
+	}
+	e.SetPlacement(pk, []edgev1alpha1.LabelSelector{matchLabels("region", "east")})
+	if got := e.SetPick(pk, 0, ""); !slices.Equal(got, []PlacementKey{pk}) {
+		t.Fatalf("SetPick removed dirtied %v", got)
+	}
+	if r, _ := e.Result(pk); r.Candidates != nil || len(r.Destinations) != 2 {
+		t.Fatalf("after removing numberOfDestinations: %+v", r)
+	}
+}

@@ -10,6 +10,12 @@
 // each, and keeps the matching in an Engine: a change costs work in proportion to what it can
 // affect (one Location against the placements, one SyncTarget against the Locations of its own
 // workspace), and only the placements whose result can change are written.
+//
+// A placement with spec.numberOfDestinations gets that many of its destinations, picked by Pick
+// (spread over the values of spec.spreadBy), and the condition DestinationsPicked. The picks are
+// sticky: the current picks are read back from the placement's own slices, which the scheduler
+// alone writes, which the placement translator delivers from, and which outlive a restart of the
+// scheduler; the placement's status holds only counts and a message.
 package scheduler
 
 import (
@@ -132,8 +138,10 @@ func NewController(cfg Config) (*Controller, error) {
 		}
 		c.fed = append(c.fed, reg)
 	}
-	// A slice edited or deleted by someone else is put back.
+	// A slice edited or deleted by someone else is put back. A slice's content is also an input
+	// of a placement with numberOfDestinations (its current picks), so its creation counts too.
 	if _, err := c.slices.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueSliceOwner,
 		UpdateFunc: func(_, obj any) { c.enqueueSliceOwner(obj) },
 		DeleteFunc: c.enqueueSliceOwner,
 	}); err != nil {
@@ -177,7 +185,16 @@ func (c *Controller) setPlacement(cluster string, u *unstructured.Unstructured) 
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, p); err != nil {
 		utilruntime.HandleError(fmt.Errorf("decoding EdgePlacement %s|%s: %w", cluster, u.GetName(), err))
 	}
-	return c.engine.SetPlacement(PlacementKey{cluster, u.GetName()}, p.Spec.LocationSelectors)
+	key := PlacementKey{cluster, u.GetName()}
+	dirty := c.engine.SetPlacement(key, p.Spec.LocationSelectors)
+	n := 0
+	if p.Spec.NumberOfDestinations != nil {
+		n = max(int(*p.Spec.NumberOfDestinations), 0)
+	}
+	if more := c.engine.SetPick(key, n, p.Spec.SpreadBy); len(more) > 0 && len(dirty) == 0 {
+		dirty = more
+	}
+	return dirty
 }
 
 func (c *Controller) setLocation(cluster string, u *unstructured.Unstructured) []PlacementKey {

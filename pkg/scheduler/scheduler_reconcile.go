@@ -45,11 +45,23 @@ func (c *Controller) reconcilePlacement(ctx context.Context, key PlacementKey) e
 	}
 
 	cond := metav1.Condition{Type: edgev1alpha1.PlacementScheduled, Status: res.Status, Reason: res.Reason, Message: res.Message, ObservedGeneration: p.Generation}
+	destinations := res.Destinations
+	var picked *metav1.Condition
+	if res.NumberOfDestinations > 0 && res.Reason != edgev1alpha1.ReasonInvalidSelector {
+		current, err := c.currentDestinations(key)
+		if err != nil {
+			return err
+		}
+		pick := Pick(PickRequest{PlacementUID: p.UID, N: res.NumberOfDestinations, SpreadBy: res.SpreadBy, Candidates: res.Candidates, Current: current})
+		destinations = pick.Picked
+		picked = &metav1.Condition{Type: edgev1alpha1.PlacementDestinationsPicked, Status: pick.Status, Reason: pick.Reason, Message: pick.Message, ObservedGeneration: p.Generation}
+		klog.FromContext(ctx).V(3).Info("picked destinations", "picked", len(pick.Picked), "kept", pick.Kept, "candidates", len(res.Candidates))
+	}
 	var sliceErr error
 	if res.Reason != edgev1alpha1.ReasonInvalidSelector {
 		// With an invalid selector the slices keep the last good result, so that a typo does
 		// not take the workload off every edge cluster.
-		sliceErr = c.writeSlices(ctx, key, p, res.Destinations)
+		sliceErr = c.writeSlices(ctx, key, p, destinations)
 	}
 	var conflict *sliceConflictError
 	if errors.As(sliceErr, &conflict) {
@@ -61,8 +73,33 @@ func (c *Controller) reconcilePlacement(ctx context.Context, key PlacementKey) e
 	status.ObservedGeneration = p.Generation
 	status.MatchingLocationCount = int32(res.MatchingLocations)
 	status.MatchingSyncTargetCount = int32(res.MatchingSyncTargets)
+	switch {
+	case picked != nil:
+		status.MatchingSyncTargetCount = int32(len(destinations))
+		meta.SetStatusCondition(&status.Conditions, *picked)
+	case res.NumberOfDestinations == 0:
+		meta.RemoveStatusCondition(&status.Conditions, edgev1alpha1.PlacementDestinationsPicked)
+	}
 	meta.SetStatusCondition(&status.Conditions, cond)
 	return errors.Join(sliceErr, c.writePlacementStatus(ctx, key, p, status))
+}
+
+// currentDestinations returns the destinations that the placement's slices hold: its current
+// picks.
+func (c *Controller) currentDestinations(key PlacementKey) ([]edgev1alpha1.SinglePlacement, error) {
+	owned, err := c.slices.GetIndexer().ByIndex(byOwner, key.String())
+	if err != nil {
+		return nil, err
+	}
+	var out []edgev1alpha1.SinglePlacement
+	for _, obj := range owned {
+		s := &edgev1alpha1.SinglePlacementSlice{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.(*unstructured.Unstructured).Object, s); err != nil {
+			return nil, fmt.Errorf("decoding SinglePlacementSlice %s: %w", obj.(*unstructured.Unstructured).GetName(), err)
+		}
+		out = append(out, s.Destinations...)
+	}
+	return out, nil
 }
 
 // sliceConflictError says that a slice the placement needs is held by something else.

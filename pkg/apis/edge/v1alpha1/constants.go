@@ -11,6 +11,10 @@ const (
 
 	// PlacementScheduled: the scheduler resolved the placement's destinations.
 	PlacementScheduled = "Scheduled"
+	// PlacementDestinationsPicked: with spec.numberOfDestinations, whether the scheduler picked
+	// that many destinations; the message gives the counts (and per value of spec.spreadBy) or
+	// says why fewer. Set only on placements with spec.numberOfDestinations.
+	PlacementDestinationsPicked = "DestinationsPicked"
 	// PlacementProjected: the selected objects are in every destination's mailbox.
 	PlacementProjected = "Projected"
 	// PlacementReady: the objects are ready at every destination (kstatus).
@@ -68,6 +72,8 @@ const (
 	ReasonNoSyncTargetMatches   = "NoSyncTargetMatches"
 	ReasonInvalidSelector       = "InvalidSelector"
 	ReasonSliceConflict         = "SliceConflict"
+	ReasonPicked                = "Picked"
+	ReasonTooFewSyncTargets     = "TooFewSyncTargets"
 	ReasonConflictingProjection = "ConflictingProjection"
 
 	// Reasons of the Ready condition of an EdgePlacement, written by the status summarizer.

@@ -40,6 +40,8 @@ type EdgePlacement struct {
 }
 
 // EdgePlacementSpec says what goes where.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.spreadBy) || has(self.numberOfDestinations)",message="spec.spreadBy needs spec.numberOfDestinations: it spreads the destinations that numberOfDestinations picks; set both, or remove spreadBy"
 type EdgePlacementSpec struct {
 	// locationSelectors select Locations, in any inventory workspace, by their labels. A Location
 	// is selected when any one of the selectors matches it. An empty list selects nothing.
@@ -47,6 +49,28 @@ type EdgePlacementSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=100
 	LocationSelectors []LabelSelector `json:"locationSelectors,omitempty"`
+
+	// numberOfDestinations, when set, makes the placement go to that many of the schedulable
+	// SyncTargets that its locationSelectors reach, not to all of them. The picks are sticky: a
+	// picked SyncTarget stays picked while it stays eligible (it exists, is schedulable and is
+	// still reached), so a change elsewhere moves nothing, and a pick that stops being eligible is
+	// replaced. With fewer eligible SyncTargets than asked for, all of them are picked and the
+	// condition DestinationsPicked says so. Omitted, every eligible SyncTarget is a destination.
+	//
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	NumberOfDestinations *int32 `json:"numberOfDestinations,omitempty"`
+
+	// spreadBy is a label key: the picks of numberOfDestinations are spread evenly over the
+	// values of that label (the counts per value differ by at most one, unless a value has too
+	// few SyncTargets). A destination's value is its Location's label, or, if the Location lacks
+	// it, its SyncTarget's. SyncTargets with the label on neither are picked only when the
+	// labelled ones cannot fill numberOfDestinations. Needs numberOfDestinations.
+	//
+	// +optional
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`
+	SpreadBy string `json:"spreadBy,omitempty"`
 
 	// downsync selects the objects of this workspace that go to the edge clusters. An object is
 	// selected when any one of the tests matches it.
@@ -320,7 +344,7 @@ type EdgePlacementStatus struct {
 	MatchingLocationCount int32 `json:"matchingLocationCount"`
 
 	// matchingSyncTargetCount is the number of destinations: schedulable SyncTargets of those
-	// Locations.
+	// Locations, or, with spec.numberOfDestinations, those picked from them.
 	// +optional
 	MatchingSyncTargetCount int32 `json:"matchingSyncTargetCount"`
 

@@ -449,6 +449,11 @@ func (in *EdgePlacementSpec) DeepCopyInto(out *EdgePlacementSpec) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.NumberOfDestinations != nil {
+		in, out := &in.NumberOfDestinations, &out.NumberOfDestinations
+		*out = new(int32)
+		**out = **in
+	}
 	if in.Downsync != nil {
 		in, out := &in.Downsync, &out.Downsync
 		*out = make([]DownsyncObjectTest, len(*in))
