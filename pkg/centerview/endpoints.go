@@ -61,6 +61,9 @@ type Endpoints struct {
 	clients map[string]kcpdynamic.ClusterInterface
 	// informers are the informers made by NewInformer, until they stop.
 	informers []*Informer
+	// sharedMu guards shared: the informers that Shared hands out, by resource.
+	sharedMu sync.Mutex
+	shared   map[schema.GroupVersionResource]*Informer
 	// shardOf remembers the URL found for each logical cluster written to.
 	shardOf map[logicalcluster.Name]string
 	// changed is closed, and replaced, whenever urls or synced change.
@@ -318,8 +321,38 @@ func (e *Endpoints) NewInformer(gvr schema.GroupVersionResource, resync time.Dur
 	})
 }
 
+// Shared returns the informer on the resource that every caller of Shared on these Endpoints
+// gets: one list and one watch per shard however many controllers read the resource, and one
+// copy of each object in memory. It has the union of the callers' indexers (their names must
+// differ: a second index of the same name is an error), and the resync period resync. A
+// controller of edge-controller-manager reads placements, their slices, SyncTargets and
+// Locations this way; running it again (Run) is harmless.
+func (e *Endpoints) Shared(gvr schema.GroupVersionResource, indexers cache.Indexers) (*Informer, error) {
+	e.sharedMu.Lock()
+	defer e.sharedMu.Unlock()
+	if i, ok := e.shared[gvr]; ok {
+		return i, i.AddIndexers(indexers)
+	}
+	i := e.NewInformer(gvr, sharedResync, indexers, nil)
+	if e.shared == nil {
+		e.shared = map[schema.GroupVersionResource]*Informer{}
+	}
+	e.shared[gvr] = i
+	return i, nil
+}
+
+// sharedResync is the resync period of shared informers, every controller's.
+const sharedResync = 10 * time.Minute
+
 // forget stops following the slice for the informer, once it has stopped.
 func (e *Endpoints) forget(i *Informer) {
+	e.sharedMu.Lock()
+	for gvr, si := range e.shared {
+		if si == i {
+			delete(e.shared, gvr)
+		}
+	}
+	e.sharedMu.Unlock()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.informers = slices.DeleteFunc(e.informers, func(o *Informer) bool { return o == i })

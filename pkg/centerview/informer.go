@@ -2,7 +2,9 @@ package centerview
 
 import (
 	"errors"
+	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -47,7 +49,9 @@ type Informer struct {
 	indexers  cache.Indexers
 	build     func(url string, client kcpdynamic.ClusterInterface) cache.SharedIndexInformer
 
-	mu         sync.RWMutex
+	mu sync.RWMutex
+	// added are the indexers given to AddIndexers, which shards built later get too.
+	added      cache.Indexers
 	transform  cache.TransformFunc
 	watchError cache.WatchErrorHandler
 	handlers   []cache.ResourceEventHandler
@@ -79,6 +83,9 @@ func (i *Informer) addShard(url string, client kcpdynamic.ClusterInterface) {
 		return
 	}
 	s := &shard{informer: i.build(url, client), stop: make(chan struct{}), done: make(chan struct{})}
+	if len(i.added) > 0 {
+		_ = s.informer.AddIndexers(maps.Clone(i.added))
+	}
 	if i.transform != nil {
 		_ = s.informer.SetTransform(i.transform)
 	}
@@ -171,6 +178,32 @@ func (i *Informer) shardHolds(url, clusterKey string) bool {
 	}
 	keys, err := s.informer.GetIndexer().IndexKeys(kcpcache.ClusterIndexName, clusterKey)
 	return err == nil && len(keys) > 0
+}
+
+// AddIndexers adds indexers to every shard, present and future. A name that the informer has
+// already is refused: two controllers sharing an informer must name their indexes apart.
+func (i *Informer) AddIndexers(indexers cache.Indexers) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	for name := range indexers {
+		_, had := i.indexers[name]
+		_, added := i.added[name]
+		if had || added {
+			return fmt.Errorf("the informer on %s has an index %q already", i.what, name)
+		}
+	}
+	if i.added == nil {
+		i.added = cache.Indexers{}
+	}
+	for name, f := range indexers {
+		i.added[name] = f
+	}
+	for _, s := range i.shards {
+		if err := s.informer.AddIndexers(maps.Clone(indexers)); err != nil {
+			return fmt.Errorf("adding indexes to the informer on %s: %w", i.what, err)
+		}
+	}
+	return nil
 }
 
 // Run starts the shards, present and future, and blocks until stop is closed. The informer then
@@ -338,7 +371,13 @@ func (v view) Delete(any) error                 { return errReadOnly }
 func (v view) Replace([]any, string) error      { return errReadOnly }
 func (v view) Resync() error                    { return nil }
 func (v view) AddIndexers(cache.Indexers) error { return errReadOnly }
-func (v view) GetIndexers() cache.Indexers      { return v.i.indexers }
+func (v view) GetIndexers() cache.Indexers {
+	v.i.mu.RLock()
+	defer v.i.mu.RUnlock()
+	all := maps.Clone(v.i.indexers)
+	maps.Copy(all, v.i.added)
+	return all
+}
 
 func (v view) List() []any {
 	var out []any

@@ -3,6 +3,7 @@ package centerview
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -90,7 +91,8 @@ func newTestInformer(t *testing.T, shards *fakeShards) (*Endpoints, *Informer) {
 		},
 	}
 	i := e.newInformer("configmaps", indexers, func(url string, _ kcpdynamic.ClusterInterface) cache.SharedIndexInformer {
-		return thirdpartyinformers.NewSharedIndexInformer(shards.source(url), &corev1.ConfigMap{}, 0, indexers)
+		// Each shard's indexer gets a map of its own, as in NewInformer.
+		return thirdpartyinformers.NewSharedIndexInformer(shards.source(url), &corev1.ConfigMap{}, 0, maps.Clone(indexers))
 	})
 	return e, i
 }
@@ -269,5 +271,71 @@ func TestInformerShardThatDoesNotServeTheResource(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	if i.HasSynced() {
 		t.Error("synced while a shard's virtual workspace cannot be listed")
+	}
+}
+
+func TestIndexersAddedToEveryShard(t *testing.T) {
+	shards := &fakeShards{sources: map[string]*fcache.FakeControllerSource{}}
+	shards.source("https://shard-a/vw").Add(configMap("ca", "one"))
+	shards.source("https://shard-b/vw").Add(configMap("cb", "two"))
+	e, i := newTestInformer(t, shards)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	e.setURLs(ctx, []string{"https://shard-a/vw"})
+	e.mu.Lock()
+	e.synced = true
+	e.mu.Unlock()
+	go i.Run(ctx.Done())
+	eventually(t, "synced", i.HasSynced)
+
+	// A second reader of the same informer adds an index of its own, after the start.
+	const byData = "byData"
+	if err := i.AddIndexers(cache.Indexers{byData: func(obj any) ([]string, error) {
+		return []string{"d-" + obj.(*corev1.ConfigMap).Name}, nil
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := i.AddIndexers(cache.Indexers{byName: func(any) ([]string, error) { return nil, nil }}); err == nil {
+		t.Error("a second index named byName was accepted")
+	}
+	// A shard that appears later has it too.
+	e.setURLs(ctx, []string{"https://shard-a/vw", "https://shard-b/vw"})
+	eventually(t, "both shards synced", i.HasSynced)
+	for _, name := range []string{"one", "two"} {
+		got, err := i.GetIndexer().ByIndex(byData, "d-"+name)
+		if err != nil || len(got) != 1 {
+			t.Errorf("ByIndex(byData, d-%s) = %v, %v; want the ConfigMap %s", name, got, err, name)
+		}
+	}
+}
+
+func TestSharedIsOnePerResource(t *testing.T) {
+	e, err := NewEndpoints(nil, logicalcluster.NewPath("root:espw"), "test.export", &rest.Config{Host: "https://front-proxy.example"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvr := schema.GroupVersionResource{Group: "edge.kcp.io", Version: "v1alpha1", Resource: "edgeplacements"}
+	a, err := e.Shared(gvr, cache.Indexers{"byA": func(any) ([]string, error) { return nil, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := e.Shared(gvr, cache.Indexers{"byB": func(any) ([]string, error) { return nil, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a != b {
+		t.Fatal("two readers of one resource got two informers")
+	}
+	if _, err := e.Shared(gvr, cache.Indexers{"byA": func(any) ([]string, error) { return nil, nil }}); err == nil {
+		t.Error("a second index named byA was accepted")
+	}
+	other, _ := e.Shared(schema.GroupVersionResource{Group: "edge.kcp.io", Version: "v1alpha1", Resource: "synctargets"}, nil)
+	if other == a {
+		t.Error("two resources share an informer")
+	}
+	for _, name := range []string{"byA", "byB", kcpcache.ClusterIndexName} {
+		if _, ok := a.GetIndexer().GetIndexers()[name]; !ok {
+			t.Errorf("the shared informer lacks index %s", name)
+		}
 	}
 }

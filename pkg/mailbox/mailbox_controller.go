@@ -153,7 +153,8 @@ func NewController(cfg Config) (*Controller, error) {
 		now:      time.Now,
 	}
 
-	c.syncTargets = cfg.Edge.NewInformer(syncTargetsGVR, resyncPeriod,
+	// Shared with the other controllers of the process that read SyncTargets.
+	syncTargets, err := cfg.Edge.Shared(syncTargetsGVR,
 		cache.Indexers{
 			byClusterUID: func(obj any) ([]string, error) {
 				m, err := metaOf(obj)
@@ -162,7 +163,11 @@ func NewController(cfg Config) (*Controller, error) {
 				}
 				return []string{logicalcluster.From(m).String() + "|" + string(m.GetUID())}, nil
 			},
-		}, nil)
+		})
+	if err != nil {
+		return nil, err
+	}
+	c.syncTargets = syncTargets
 
 	c.mailboxes = NewWorkspaceInformer(cfg.KCP, cfg.ESPW, resyncPeriod, byMailboxCluster)
 

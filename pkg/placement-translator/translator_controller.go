@@ -193,8 +193,14 @@ func NewController(cfg Config) (*Controller, error) {
 		claims:    newVersionMemo[bindingClaims](memoBindings),
 		now:       time.Now,
 	}
+	var sharedErr error
 	newInformer := func(gvr schema.GroupVersionResource, indexers cache.Indexers) centerview.SharedInformer {
-		return cfg.Edge.NewInformer(gvr, resyncPeriod, indexers, nil)
+		// One informer per resource for every controller of the process (centerview's Shared).
+		inf, err := cfg.Edge.Shared(gvr, indexers)
+		if err != nil && sharedErr == nil {
+			sharedErr = err
+		}
+		return inf
 	}
 	c.placements = newInformer(placementsGVR, cache.Indexers{})
 	c.slices = newInformer(slicesGVR, cache.Indexers{byMailbox: sliceMailboxes, byPlacement: slicePlacement, byLocation: sliceLocations})
@@ -211,6 +217,9 @@ func NewController(cfg Config) (*Controller, error) {
 	c.syncTargets = newInformer(syncTargetsGVR, cache.Indexers{syncTargetsByMailbox: syncTargetMailbox, syncTargetsByMailboxCluster: syncTargetMailboxCluster})
 	c.locations = newInformer(locationsGVR, cache.Indexers{})
 	c.bindings = newInformer(apiBindingsGVR, cache.Indexers{})
+	if sharedErr != nil {
+		return nil, sharedErr
+	}
 
 	resources, err := discoverWorkloadResources(cfg.Edge)
 	if err != nil {

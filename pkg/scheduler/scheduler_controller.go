@@ -99,8 +99,14 @@ func NewController(cfg Config) (*Controller, error) {
 		queue:  controllerkit.NewQueue[queueKey](controllerkit.Options{Name: ControllerName, Workers: cfg.Workers}),
 		engine: NewEngine(),
 	}
+	var sharedErr error
 	newInformer := func(gvr schema.GroupVersionResource, indexers cache.Indexers) centerview.SharedInformer {
-		return cfg.Edge.NewInformer(gvr, resyncPeriod, indexers, nil)
+		// One informer per resource for every controller of the process (centerview's Shared).
+		inf, err := cfg.Edge.Shared(gvr, indexers)
+		if err != nil && sharedErr == nil {
+			sharedErr = err
+		}
+		return inf
 	}
 	c.placements = newInformer(placementsGVR, cache.Indexers{})
 	c.locations = newInformer(locationsGVR, cache.Indexers{})
@@ -111,6 +117,9 @@ func NewController(cfg Config) (*Controller, error) {
 		}
 		return nil, nil
 	}})
+	if sharedErr != nil {
+		return nil, sharedErr
+	}
 
 	handlers := []struct {
 		informer centerview.SharedInformer

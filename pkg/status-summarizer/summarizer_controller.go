@@ -166,8 +166,14 @@ func NewController(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
+	var sharedErr error
 	newInformer := func(gvr schema.GroupVersionResource, indexers cache.Indexers) centerview.SharedInformer {
-		return cfg.Edge.NewInformer(gvr, resyncPeriod, indexers, nil)
+		// One informer per resource for every controller of the process (centerview's Shared).
+		inf, err := cfg.Edge.Shared(gvr, indexers)
+		if err != nil && sharedErr == nil {
+			sharedErr = err
+		}
+		return inf
 	}
 	c := newController(cfg,
 		newInformer(placementsGVR, cache.Indexers{}),
@@ -176,6 +182,9 @@ func NewController(cfg Config) (*Controller, error) {
 		newAssemblageWatch(func() (centerview.SharedInformer, func(ctx context.Context, mailbox logicalcluster.Name, name string) (*unstructured.Unstructured, error)) {
 			return mailboxAssemblages(cfg.Mailbox, cfg.Assemblages)
 		}))
+	if sharedErr != nil {
+		return nil, sharedErr
+	}
 	c.writePlacementStatus = func(ctx context.Context, cluster string, u *unstructured.Unstructured) error {
 		_, err := edgeVW.Cluster(logicalcluster.NewPath(cluster)).Resource(placementsGVR).UpdateStatus(ctx, u, metav1.UpdateOptions{FieldManager: FieldManager})
 		return err
