@@ -69,9 +69,15 @@ func (s *Syncer) applyOne(ctx context.Context, st *assemblageState, d *desired) 
 		createdAt = metav1.NewTime(time.Now().UTC().Truncate(time.Second))
 		createdBefore = false
 	}
+	s.mu.Lock()
+	// An apply that changed nothing (the watch had not caught up with the syncer's own last
+	// write) repaired nothing either.
+	changed := live == nil || (live.GetResourceVersion() != applied.GetResourceVersion() && st.appliedRV[d.key] != applied.GetResourceVersion())
+	st.appliedRV[d.key] = applied.GetResourceVersion()
+	s.mu.Unlock()
 	s.noteApplied(st, d, createdAt, d.createOnly && !createdBefore)
 	switch {
-	case drift != "" && (live == nil || live.GetResourceVersion() != applied.GetResourceVersion()):
+	case drift != "" && changed:
 		var paths []string
 		if live != nil {
 			paths = driftPaths(live.Object, body.Object)

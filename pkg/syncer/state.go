@@ -92,6 +92,8 @@ type assemblageState struct {
 	// deleted: an applied object missing from the watch's cache is deleted only if its UID is
 	// there; otherwise the watch has not caught up with the syncer's own write yet.
 	goneAtEdge map[transport.Key]types.UID
+	// appliedRV is the edge resourceVersion each object had after the syncer's last apply of it.
+	appliedRV map[transport.Key]string
 	// drift is the drift report, as the status carries it (found in it at start).
 	drift *edgev1alpha1.DriftReport
 	// leftDrift is, for each create-only object whose drift the syncer reported and left, the
@@ -110,6 +112,7 @@ func newAssemblageState(name string) *assemblageState {
 		restoredApplied: map[transport.Key]bool{},
 		goneAtEdge:      map[transport.Key]types.UID{},
 		leftDrift:       map[transport.Key]string{},
+		appliedRV:       map[transport.Key]string{},
 	}
 }
 
