@@ -46,13 +46,15 @@ func newStatusCommand(o *Options) *cobra.Command {
 		Long: `Show the state of the fleet as the status summarizer reports it.
 
 Without --target: for each EdgePlacement of the workload workspace (the current workspace of your
-kubeconfig, or --wmw), its destinations, how many are ready, its state, and the broken
+kubeconfig, or --wmw), its destinations, how many are ready, how many drifted (an object edited
+or deleted at the edge since the current version was applied there), its state, and the broken
 (destination, object) entries. Naming one placement also lists its objects.
 
 With --target <synctarget> --imw <path>: everything placed on that edge cluster, read from the
 assemblages in its mailbox: per placement the version delivered and the version applied, and each
-object's state at the edge, with the syncer's version (this needs read access to the mailbox
-workspaces under the ESPW).`,
+object's state at the edge, with the syncer's version, then the latest drift the syncer found
+there: the object, the fields changed (never their values), whether it was repaired, how often
+and when (this needs read access to the mailbox workspaces under the ESPW).`,
 		Example: `  kubectl edge status
   kubectl edge status web -w
   kubectl edge status --wmw root:wmw-a -o yaml
@@ -322,7 +324,7 @@ func (so *statusOptions) printPlacements(out io.Writer, where string, items []ed
 	}
 	wide := so.output == "wide"
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	header := "PLACEMENT\tDESTINATIONS\tREADY\t\tPENDING\tAPPLIED\tFAILED\tSTALE\tSTATE"
+	header := "PLACEMENT\tDESTINATIONS\tREADY\t\tPENDING\tAPPLIED\tFAILED\tSTALE\tDRIFTED\tSTATE"
 	if wide {
 		header += "\tLOCATIONS\tOBJECTS\tREVISION\tSUMMARIZED"
 	}
@@ -334,7 +336,7 @@ func (so *statusOptions) printPlacements(out io.Writer, where string, items []ed
 			c = *p.Status.Summary
 		}
 		n := p.Status.MatchingSyncTargetCount
-		fmt.Fprintf(tw, "%s\t%d\t%d/%d\t%s\t%d\t%d\t%d\t%d\t%s", p.Name, n, c.Ready, n, bar(c.Ready, n, 20), c.Pending, c.Applied, c.Failed, c.Stale, placementState(p))
+		fmt.Fprintf(tw, "%s\t%d\t%d/%d\t%s\t%d\t%d\t%d\t%d\t%d\t%s", p.Name, n, c.Ready, n, bar(c.Ready, n, 20), c.Pending, c.Applied, c.Failed, c.Stale, c.Drifted, placementState(p))
 		if wide {
 			revision, summarized := "-", "-"
 			if r := p.Status.Rollout; r != nil && r.Revision != "" {
@@ -380,9 +382,9 @@ func (so *statusOptions) printPlacements(out io.Writer, where string, items []ed
 		if detail && len(p.Status.Objects) > 0 {
 			fmt.Fprintf(out, "\nObjects of %s (%d):\n", p.Name, p.Status.ObjectCount)
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "  OBJECT\tREADY\tPENDING\tAPPLIED\tFAILED\tSTALE")
+			fmt.Fprintln(tw, "  OBJECT\tREADY\tPENDING\tAPPLIED\tFAILED\tSTALE\tDRIFTED")
 			for _, o := range p.Status.Objects {
-				fmt.Fprintf(tw, "  %s\t%d/%d\t%d\t%d\t%d\t%d\n", o.Object, o.Ready, p.Status.MatchingSyncTargetCount, o.Pending, o.Applied, o.Failed, o.Stale)
+				fmt.Fprintf(tw, "  %s\t%d/%d\t%d\t%d\t%d\t%d\t%d\n", o.Object, o.Ready, p.Status.MatchingSyncTargetCount, o.Pending, o.Applied, o.Failed, o.Stale, o.Drifted)
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -468,6 +470,8 @@ type assemblageView struct {
 	State           string       `json:"state"`
 	Reason          string       `json:"reason,omitempty"`
 	Objects         []objectView `json:"objects,omitempty"`
+	// Drift is the syncer's report of drift at the edge (nil: none so far).
+	Drift *edgev1alpha1.DriftReport `json:"drift,omitempty"`
 }
 
 // objectView is one object of an assemblage at the edge.
@@ -584,7 +588,7 @@ func assemblageViews(items []unstructured.Unstructured) ([]assemblageView, error
 		v := assemblageView{
 			Workspace: a.Spec.Placement.Cluster, Placement: a.Spec.Placement.Name, Assemblage: a.Name,
 			Version: a.Spec.Version, ObservedVersion: a.Status.ObservedVersion, AppliedVersion: a.Status.AppliedVersion,
-			State: string(state.State), Reason: state.Reason,
+			State: string(state.State), Reason: state.Reason, Drift: a.Status.Drift,
 		}
 		sharedFrom := map[string]string{}
 		for _, sh := range a.Spec.Shared {
@@ -664,7 +668,63 @@ func (so *statusOptions) printTarget(out io.Writer, inventory string, v *targetV
 			return err
 		}
 	}
+	for _, p := range v.Placements {
+		if err := printDrift(out, p); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// printDrift prints the latest drift the syncer reports for one placement's assemblage: per
+// entry the object, the change, whether it was repaired, the fields (never values), how often
+// and when; entries of an older version than the current one are marked so.
+func printDrift(out io.Writer, p assemblageView) error {
+	r := p.Drift
+	if r == nil || r.Count == 0 {
+		return nil
+	}
+	fmt.Fprintf(out, "\nDrift of %s in %s: %d found at the edge, %d repaired", p.Placement, p.Workspace, r.Count, r.Repairs)
+	if len(r.Recent) > 0 {
+		fmt.Fprintf(out, "; the latest %d", len(r.Recent))
+	}
+	fmt.Fprintln(out, ":")
+	if len(r.Recent) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  OBJECT\tCHANGE\tREPAIRED\tPATHS\tCOUNT\tLAST")
+	for _, e := range r.Recent {
+		repaired := "yes"
+		if !e.Repaired {
+			repaired = "no (create-only)"
+		}
+		last := since(&e.Time)
+		if e.Version != p.Version {
+			last += " (version " + shortVersion(e.Version) + ")"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\n", e.Object, e.Change, repaired, driftPathsText(e), e.Count, last)
+	}
+	return tw.Flush()
+}
+
+// driftPathsText lists an entry's paths, "-" for none, saying how many more were left out.
+func driftPathsText(e edgev1alpha1.DriftEntry) string {
+	if len(e.Paths) == 0 {
+		return "-"
+	}
+	text := strings.Join(e.Paths, ",")
+	if more := int(e.PathCount) - len(e.Paths); more > 0 {
+		text += fmt.Sprintf(" (+%d more)", more)
+	}
+	return oneLine(text, 120)
+}
+
+func shortVersion(v string) string {
+	if v == "" {
+		return "-"
+	}
+	return v[:min(len(v), 12)]
 }
 
 func orDash(s string) string {

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -237,4 +238,67 @@ func TestProblemConditions(t *testing.T) {
 	if got := problemConditions(p); len(got) != 0 {
 		t.Fatalf("problem conditions %+v, want none", got)
 	}
+}
+
+// TestStatusShowsDrift: the placements' table has a DRIFTED column, and --target lists the
+// latest drift of each assemblage with its paths, count and time, marking drift of an older
+// version.
+func TestStatusShowsDrift(t *testing.T) {
+	p := placementWith(3, &edgev1alpha1.DestinationCounts{Ready: 3, Drifted: 2}, false)
+	p.Status.Objects = []edgev1alpha1.ObjectSummary{{Object: "configmaps/app/c", DestinationCounts: edgev1alpha1.DestinationCounts{Ready: 3, Drifted: 2}}}
+	var out bytes.Buffer
+	so := &statusOptions{Options: &Options{}}
+	if err := so.printPlacements(&out, "root:wmw", []edgev1alpha1.EdgePlacement{p}, true); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(out.String(), "\n")
+	header, row := strings.Fields(lines[0]), strings.Fields(lines[1])
+	col := slices.Index(header, "DRIFTED")
+	// READY spans two fields in a row (the count and the bar) under one heading.
+	if col < 0 || len(row) != len(header)+1 || row[col+1] != "2" {
+		t.Fatalf("no DRIFTED column showing 2:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "STALE  DRIFTED") {
+		t.Errorf("the objects' table lacks DRIFTED:\n%s", out.String())
+	}
+
+	item := mailboxAssemblage(t, "wmw1", "app", []string{"configmaps/app/c", "secrets/app/s"}, nil,
+		map[string]string{"configmaps/app/c": "Ready", "secrets/app/s": "Ready"})
+	when := metav1.NewTime(time.Now().Add(-3 * time.Second))
+	drift := &edgev1alpha1.DriftReport{Count: 4, Repairs: 3, Recent: []edgev1alpha1.DriftEntry{
+		{Object: "configmaps/app/c", Change: edgev1alpha1.DriftEdited, Repaired: true, Paths: []string{"data.mode"}, PathCount: 1, Version: "v2", Count: 2, Time: when},
+		{Object: "configmaps/app/once", Change: edgev1alpha1.DriftEdited, Paths: []string{"data.a", "data.b"}, PathCount: 12, Version: "v2", Count: 1, Time: when},
+		{Object: "secrets/app/s", Change: edgev1alpha1.DriftDeleted, Repaired: true, Version: "v1", Count: 1, Time: when},
+	}}
+	if err := unstructured.SetNestedField(item.Object, mustUnstructured(t, drift), "status", "drift"); err != nil {
+		t.Fatal(err)
+	}
+	views, err := assemblageViews([]unstructured.Unstructured{item})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := so.printTarget(&out, "root:imw", &targetView{SyncTarget: "edge-1", Mailbox: "m", Placements: views}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Drift of app in wmw1: 4 found at the edge, 3 repaired; the latest 3:",
+		"configmaps/app/c", "Edited", "data.mode", "no (create-only)", "data.a,data.b (+10 more)",
+		"secrets/app/s", "Deleted", "s ago (version v1)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("--target lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func mustUnstructured(t *testing.T, v any) map[string]any {
+	t.Helper()
+	raw, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

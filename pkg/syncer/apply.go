@@ -39,6 +39,9 @@ func (s *Syncer) applyOne(ctx context.Context, st *assemblageState, d *desired) 
 		if dec.setCreated {
 			createdAt = live.GetCreationTimestamp()
 		}
+		if d.createOnly {
+			s.noteCreateOnlyDrift(ctx, st, d, live, dec.drift)
+		}
 		if dec.foreign {
 			s.mu.Lock()
 			if dec.setCreated {
@@ -50,6 +53,7 @@ func (s *Syncer) applyOne(ctx context.Context, st *assemblageState, d *desired) 
 		s.noteApplied(st, d, createdAt, dec.setCreated)
 		return result{outcome: outcomeApplied, uid: live.GetUID()}, "", nil
 	case actionCreatedOnce:
+		s.noteCreateOnlyDrift(ctx, st, d, nil, dec.drift)
 		return result{outcome: outcomeCreatedOnce, reason: createdOnceReason(createdAt)}, "", nil
 	}
 	owner, drift := dec.owner, dec.drift
@@ -65,14 +69,29 @@ func (s *Syncer) applyOne(ctx context.Context, st *assemblageState, d *desired) 
 		createdAt = metav1.NewTime(time.Now().UTC().Truncate(time.Second))
 		createdBefore = false
 	}
+	s.mu.Lock()
+	// An apply that changed nothing (the watch had not caught up with the syncer's own last
+	// write) repaired nothing either.
+	changed := live == nil || (live.GetResourceVersion() != applied.GetResourceVersion() && st.appliedRV[d.key] != applied.GetResourceVersion())
+	st.appliedRV[d.key] = applied.GetResourceVersion()
+	s.mu.Unlock()
 	s.noteApplied(st, d, createdAt, d.createOnly && !createdBefore)
 	switch {
-	case drift != "" && (live == nil || live.GetResourceVersion() != applied.GetResourceVersion()):
-		logger.Info("repaired drift: the object was "+drift+" at the edge and is put back as its assemblage has it", "assemblage", st.name)
-		metricDriftRepairs.Inc()
+	case drift != "" && changed:
+		var paths []string
+		if live != nil {
+			paths = driftPaths(live.Object, body.Object)
+		}
+		s.mu.Lock()
+		e := driftEntry(d, st.planVersion(), driftChange(drift), true, paths, time.Now())
+		st.drift = recordDrift(st.drift, e)
+		s.mu.Unlock()
+		logger.Info("repaired drift: the object was "+drift+" at the edge and is put back as its assemblage has it",
+			"assemblage", st.name, "paths", e.Paths, "pathCount", e.PathCount)
+		metricDriftRepairs.WithLabelValues(drift).Inc()
 		s.events.Eventf(applied, corev1.EventTypeWarning, "DriftRepaired",
-			"%s was %s in this cluster; edge-syncer put it back as its assemblage %s has it (mark it %s: \"true\" in its workload workspace to allow local changes)",
-			d.ref, drift, st.name, edgev1alpha1.AnnotationCreateOnly)
+			"%s was %s in this cluster%s; edge-syncer put it back as its assemblage %s has it (mark it %s: \"true\" in its workload workspace to allow local changes)",
+			d.ref, drift, pathsText(e), st.name, edgev1alpha1.AnnotationCreateOnly)
 	case live == nil:
 		logger.V(1).Info("created")
 	case owner == transport.OwnerAdopted && !hasOwnerLabel(live, s.marks):
@@ -102,8 +121,9 @@ type applyDecision struct {
 	// owner is the owner label to apply: created, or adopted for an object that was at the
 	// edge before the syncer first applied it (or whose creator is no longer known).
 	owner string
-	// drift, when applying, says how the edge object left what the syncer applied: "edited"
-	// or "deleted"; "" when it did not (a new object, or a new version of it).
+	// drift says how the edge object left what the syncer applied: "edited" or "deleted"; ""
+	// when it did not (a new object, or a new version of it). For a create-only object it goes
+	// with actionNone (edited) or actionCreatedOnce (deleted): reported, not repaired.
 	drift string
 	// setCreated, with actionNone: a create-only object found at the edge whose creation the
 	// syncer had not recorded; its creation time is recorded.
@@ -124,7 +144,7 @@ func decideApply(live *unstructured.Unstructured, d *desired, m transport.Marks,
 	if live == nil {
 		switch {
 		case d.createOnly && createdBefore:
-			dec.action = actionCreatedOnce
+			dec.action, dec.drift = actionCreatedOnce, "deleted"
 		case appliedBefore:
 			dec.drift = "deleted"
 		}
@@ -137,12 +157,65 @@ func decideApply(live *unstructured.Unstructured, d *desired, m transport.Marks,
 	switch {
 	case d.createOnly:
 		dec.action, dec.setCreated, dec.foreign = actionNone, !createdBefore, !managed
+		if createOnlyEdited(live, d, m) {
+			dec.drift = "edited"
+		}
 	case managed && hasOwnerLabel(live, m) && live.GetAnnotations()[m.HashAnnotation] == d.hash && containsAll(live.Object, d.obj.Object):
 		dec.action = actionNone
 	case managed && live.GetAnnotations()[m.HashAnnotation] == d.hash:
 		dec.drift = "edited"
 	}
 	return dec
+}
+
+// createOnlyEdited says whether the create-only object d, as the syncer created it, was edited
+// at the edge since: the edge object carries the syncer's marks and the hash of d (the workload
+// author has not changed it since), and a field d sets differs there.
+func createOnlyEdited(live *unstructured.Unstructured, d *desired, m transport.Marks) bool {
+	if live == nil || d.obj == nil {
+		return false
+	}
+	managed, _ := m.ManagedBy(live)
+	return managed && live.GetAnnotations()[m.HashAnnotation] == d.hash && !containsAll(live.Object, d.obj.Object)
+}
+
+// noteCreateOnlyDrift reports drift of the create-only object d ("edited" with the edge object
+// live, or "deleted"), once per change of it, and leaves the object as the edge has it; with no
+// drift, it forgets what it reported, so that the next change is reported again.
+func (s *Syncer) noteCreateOnlyDrift(ctx context.Context, st *assemblageState, d *desired, live *unstructured.Unstructured, drift string) {
+	if drift == "" {
+		s.mu.Lock()
+		st.clearLeftDriftLocked(d.key)
+		s.mu.Unlock()
+		return
+	}
+	var paths []string
+	var have map[string]any
+	if live != nil {
+		paths, have = driftPaths(live.Object, d.obj.Object), live.Object
+	}
+	fingerprint := driftFingerprint(have, d.obj.Object)
+	s.mu.Lock()
+	e, isNew := st.noteLeftDriftLocked(d, driftChange(drift), paths, fingerprint, time.Now())
+	s.mu.Unlock()
+	if !isNew {
+		return
+	}
+	metricDriftLeft.WithLabelValues(drift).Inc()
+	klog.FromContext(ctx).Info("drift of a create-only object: it was "+drift+" at the edge and is left so",
+		"object", d.ref.String(), "assemblage", st.name, "paths", e.Paths, "pathCount", e.PathCount)
+}
+
+// pathsText names an entry's paths for an Event: " (data.mode, ...)", or "" for none.
+func pathsText(e edgev1alpha1.DriftEntry) string {
+	if len(e.Paths) == 0 {
+		return ""
+	}
+	text := " (" + strings.Join(e.Paths, ", ")
+	if more := int(e.PathCount) - len(e.Paths); more > 0 {
+		text += fmt.Sprintf(" and %d more", more)
+	}
+	return text + ")"
 }
 
 // noteApplied records that the object d is at the edge as its plan has it. For a create-only

@@ -119,6 +119,8 @@ func (s *Syncer) stateFor(a *edgev1alpha1.Assemblage) *assemblageState {
 		st.uid = a.UID
 		st.written = a.Status.DeepCopy()
 		st.writtenAt = time.Time{}
+		st.leftDrift = map[transport.Key]string{}
+		st.restoreDrift(a.Status.Drift)
 	}
 	return st
 }

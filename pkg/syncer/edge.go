@@ -79,8 +79,10 @@ func (s *Syncer) edgeChanged(gvr schema.GroupVersionResource, old, obj *unstruct
 	resync := false
 	switch {
 	case obj == nil:
-		resync = d != nil && !d.createOnly
-	case d != nil && d.obj != nil && !d.createOnly && d.ref.sameObject(objectRefOf(gvr, obj)):
+		resync = d != nil // repaired, or for a create-only object, reported
+	case d != nil && d.obj != nil && d.createOnly && d.ref.sameObject(objectRefOf(gvr, obj)):
+		resync = s.createOnlyDriftChanged(st, d, obj)
+	case d != nil && d.obj != nil && d.ref.sameObject(objectRefOf(gvr, obj)):
 		resync = !s.inSync(obj, d)
 	}
 	if gvr.GroupResource() == crdResource && statusChanged {
@@ -92,6 +94,20 @@ func (s *Syncer) edgeChanged(gvr schema.GroupVersionResource, old, obj *unstruct
 	if statusChanged {
 		s.queueStatus(asm)
 	}
+}
+
+// createOnlyDriftChanged says whether the create-only object d, now obj at the edge, drifted in
+// a way not reported yet, or is back as created after drift that was: its assemblage's pass
+// reports (or forgets) it. A change of its status alone calls for nothing.
+func (s *Syncer) createOnlyDriftChanged(st *assemblageState, d *desired, obj *unstructured.Unstructured) bool {
+	edited := createOnlyEdited(obj, d, s.marks)
+	s.mu.Lock()
+	reported := st.leftDrift[d.key]
+	s.mu.Unlock()
+	if !edited {
+		return reported != ""
+	}
+	return driftFingerprint(obj.Object, d.obj.Object) != reported
 }
 
 func objectRefOf(gvr schema.GroupVersionResource, u *unstructured.Unstructured) objectRef {

@@ -173,3 +173,29 @@ func FuzzContainsAll(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDriftPaths checks that driftPaths agrees with containsAll on any pair of JSON documents:
+// drift is reported by paths exactly when the syncer sees drift.
+func FuzzDriftPaths(f *testing.F) {
+	for _, s := range [][2]string{
+		{`{"data": {"mode": "edge"}}`, `{"data": {"mode": "local"}}`},
+		{`{"spec": {"ports": [{"port": 80}], "x": null, "m": {}}}`, `{"spec": {"ports": [{"port": 80}, {"port": 81}]}}`},
+		{`{"a.b/c": [1, 2.5]}`, `{"a.b/c": [1, 2.5], "status": {}}`},
+		{`[1, "x"]`, `{"n": 9007199254740993}`},
+	} {
+		f.Add([]byte(s[0]), []byte(s[1]))
+	}
+	f.Fuzz(func(t *testing.T, rawWant, rawHave []byte) {
+		var want, have any
+		if utiljson.Unmarshal(rawWant, &want) != nil || utiljson.Unmarshal(rawHave, &have) != nil {
+			return
+		}
+		paths := driftPaths(have, want)
+		if in := containsAll(have, want); in != (len(paths) == 0) {
+			t.Fatalf("want %s, have %s: containsAll %v, driftPaths %q", rawWant, rawHave, in, paths)
+		}
+		if len(driftPaths(want, want)) != 0 {
+			t.Fatalf("%s drifts from itself", rawWant)
+		}
+	})
+}

@@ -18,11 +18,16 @@ var (
 		Help:           "Objects deleted at the edge because they left their assemblage, or their assemblage left the mailbox.",
 		StabilityLevel: metrics.ALPHA,
 	})
-	metricDriftRepairs = metrics.NewCounter(&metrics.CounterOpts{
+	metricDriftRepairs = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "edge_syncer", Name: "drift_repairs_total",
-		Help:           "Objects edited or deleted at the edge that the syncer put back.",
+		Help:           "Objects edited or deleted at the edge that the syncer put back, by change (edited, deleted).",
 		StabilityLevel: metrics.ALPHA,
-	})
+	}, []string{"change"})
+	metricDriftLeft = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "edge_syncer", Name: "drift_left_total",
+		Help:           "Create-only objects edited or deleted at the edge, which the syncer reports and leaves as they are, by change (edited, deleted).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"change"})
 	metricStatusWrites = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "edge_syncer", Name: "status_writes_total",
 		Help:           "Writes of assemblages' status into the mailbox, by result (written, error).",
@@ -54,7 +59,7 @@ var registerOnce sync.Once
 
 func init() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(metricApplies, metricDeletes, metricDriftRepairs, metricStatusWrites,
+		legacyregistry.MustRegister(metricApplies, metricDeletes, metricDriftRepairs, metricDriftLeft, metricStatusWrites,
 			metricRefusals, metricUpsyncWrites, metricHeartbeats, metricConnected)
 	})
 }

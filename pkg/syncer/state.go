@@ -92,6 +92,14 @@ type assemblageState struct {
 	// deleted: an applied object missing from the watch's cache is deleted only if its UID is
 	// there; otherwise the watch has not caught up with the syncer's own write yet.
 	goneAtEdge map[transport.Key]types.UID
+	// appliedRV is the edge resourceVersion each object had after the syncer's last apply of it.
+	appliedRV map[transport.Key]string
+	// drift is the drift report, as the status carries it (found in it at start).
+	drift *edgev1alpha1.DriftReport
+	// leftDrift is, for each create-only object whose drift the syncer reported and left, the
+	// fingerprint of the state reported (driftFingerprint), or after a restart a mark of what
+	// the status reports (restoredDriftMark).
+	leftDrift map[transport.Key]string
 }
 
 func newAssemblageState(name string) *assemblageState {
@@ -103,6 +111,8 @@ func newAssemblageState(name string) *assemblageState {
 		createdAt:       map[transport.Key]metav1.Time{},
 		restoredApplied: map[transport.Key]bool{},
 		goneAtEdge:      map[transport.Key]types.UID{},
+		leftDrift:       map[transport.Key]string{},
+		appliedRV:       map[transport.Key]string{},
 	}
 }
 
@@ -126,6 +136,23 @@ func (st *assemblageState) restore(a *edgev1alpha1.Assemblage) {
 		}
 	}
 	st.written = a.Status.DeepCopy()
+	st.restoreDrift(a.Status.Drift)
+}
+
+// restoreDrift takes in the drift report found in the status: its counts go on, and the drift
+// of create-only objects it reports is not reported again when it is found still there.
+func (st *assemblageState) restoreDrift(r *edgev1alpha1.DriftReport) {
+	st.drift = r.DeepCopy()
+	if r == nil {
+		return
+	}
+	for i := len(r.Recent) - 1; i >= 0; i-- {
+		e := r.Recent[i]
+		key, ok := transport.ParseKey(e.Object)
+		if ok && !e.Repaired {
+			st.leftDrift[key] = restoredDriftMark(e.Change, e.Paths)
+		}
+	}
 }
 
 // beginVersion makes p the version being applied, if it is not already. The outcomes start
@@ -141,6 +168,14 @@ func (st *assemblageState) beginVersion(p *plan, now time.Time) {
 	for _, d := range p.objects {
 		st.results[d.key] = &result{outcome: outcomePending, reason: "not applied yet"}
 	}
+}
+
+// planVersion is the version of the plan, "" before one was read.
+func (st *assemblageState) planVersion() string {
+	if st.plan == nil {
+		return ""
+	}
+	return st.plan.version
 }
 
 // setResult records the outcome of one object of the plan's version.

@@ -119,8 +119,10 @@ type statusInputs struct {
 	refusal *transport.RefusedError
 	// previous are the conditions as last written, for their transition times.
 	previous []metav1.Condition
-	now      time.Time
-	budget   int
+	// drift is the drift report (a copy).
+	drift  *edgev1alpha1.DriftReport
+	now    time.Time
+	budget int
 }
 
 // reported is one object's state with its .status at the edge, which goes into the assemblage's
@@ -149,6 +151,7 @@ func (s *Syncer) statusInputsLocked(st *assemblageState, a *edgev1alpha1.Assembl
 	if st.written != nil {
 		in.previous = st.written.Conditions
 	}
+	in.drift = st.drift.DeepCopy()
 	if st.refusal != nil && st.refusedVersion == a.Spec.Version {
 		in.refusal = st.refusal
 	}
@@ -299,6 +302,7 @@ func buildStatus(in statusInputs) edgev1alpha1.AssemblageStatus {
 			failedToApply++
 		}
 	}
+	status.Drift = in.drift
 	status.Conditions = assemblageConditions(in, status.Counts, failedToApply, firstFailed, firstPending, firstNotReady)
 	status.StatusOmitted = fitBudget(&status, in.objects, in.budget)
 	return status

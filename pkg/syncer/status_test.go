@@ -295,3 +295,32 @@ func TestFitBudget(t *testing.T) {
 		})
 	}
 }
+
+// TestStatusCarriesDrift: the drift report goes into the status as recorded, and a new drift
+// makes the status differ from the one written, so that the next write in the coalescing window
+// carries it (and no other write is needed).
+func TestStatusCarriesDrift(t *testing.T) {
+	in := statusInputs{version: "v", observedVersion: "v", appliedVersion: "v", total: 1, now: time.Now(), budget: StatusBudget,
+		objects: []reported{rep("configmaps/a/x", "Ready", "", nil)}}
+	written := buildStatus(in)
+	if written.Drift != nil {
+		t.Fatalf("drift %+v before any", written.Drift)
+	}
+	d := &desired{key: transport.Key{Resource: "configmaps", Namespace: "a", Name: "x"}}
+	in.drift = recordDrift(nil, driftEntry(d, "v", edgev1alpha1.DriftEdited, true, []string{"data.mode"}, time.Now()))
+	next := buildStatus(in)
+	if statusEqual(&written, &next) {
+		t.Fatal("a status with a new drift equals the one written before it")
+	}
+	if next.Drift == nil || next.Drift.Count != 1 || next.Drift.Recent[0].Paths[0] != "data.mode" {
+		t.Errorf("drift in status = %+v", next.Drift)
+	}
+	var back edgev1alpha1.AssemblageStatus
+	data, _ := json.Marshal(next)
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !statusEqual(&next, &back) {
+		t.Error("a status with drift and its JSON round trip are not equal: it would be written again and again")
+	}
+}

@@ -11,8 +11,10 @@
 //     is deleted at the edge once nothing of it is pending, only if this syncer created it and
 //     no other assemblage of the mailbox carries it, and only after the center confirmed the
 //     version; what a removed assemblage carried, only after the center confirmed it is gone;
-//   - drift: an applied object edited or deleted at the edge is put back and the repair is
-//     reported (log, Event, metric), unless it is create-only;
+//   - drift: an applied object edited or deleted at the edge is put back, and the repair is
+//     reported in the assemblage's status (the object and the paths of the fields changed, never
+//     their values), a log line, an Event and a metric; a create-only object's drift is reported
+//     and left;
 //   - reported state: per assemblage, its status (observed and applied version, conditions
 //     Applied, Ready and Refused, and per object its state by kstatus, reason, uid and, within a
 //     size budget, its .status at the edge), written at most once per coalescing window;

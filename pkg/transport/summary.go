@@ -170,6 +170,28 @@ func DestinationState(a *edgev1alpha1.Assemblage) ObjectState {
 	return out
 }
 
+// DriftedObjects returns the objects of which the assemblage's syncer reports drift at the
+// assemblage's current version (spec.version): edited or deleted at the edge, by someone else,
+// while the edge keeps that version, whether the syncer repaired it or, create-only, left it.
+// This is what makes a destination drifted in a summary; a new version clears it. The syncer
+// keeps the latest drifts only (edgev1alpha1.MaxDriftEntries), so that an object may drift
+// unnamed here while others drift more. nil for none.
+func DriftedObjects(a *edgev1alpha1.Assemblage) map[string]bool {
+	if a == nil || a.Status.Drift == nil {
+		return nil
+	}
+	var out map[string]bool
+	for _, e := range a.Status.Drift.Recent {
+		if e.Version != "" && e.Version == a.Spec.Version {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[e.Object] = true
+		}
+	}
+	return out
+}
+
 // IsExecuting reports whether a version of the object is applied at the assemblage's
 // destination: the assemblage names it and its syncer reports it Applied or Ready, whichever
 // version the report is of (the edge keeps the last version it applied until it applies the
@@ -243,6 +265,14 @@ func Summarize(dests []DestinationView, brokenSince map[string]metav1.Time, now 
 		return &since
 	}
 	for _, d := range dests {
+		if drifted := DriftedObjects(d.Assemblage); len(drifted) > 0 {
+			s.Counts.Drifted++
+			for o := range drifted {
+				if c := perObject[o]; c != nil {
+					c.Drifted++
+				}
+			}
+		}
 		if d.Stale {
 			s.Counts.Stale++
 			for _, o := range objects {

@@ -363,3 +363,39 @@ func TestQuoteProblems(t *testing.T) {
 		})
 	}
 }
+
+// TestSummarizeDrifted: a destination is drifted when its syncer reports drift at the
+// assemblage's current version, whatever its state, stale ones included; drift at an older
+// version does not count.
+func TestSummarizeDrifted(t *testing.T) {
+	withDrift := func(a *edgev1alpha1.Assemblage, entries ...edgev1alpha1.DriftEntry) *edgev1alpha1.Assemblage {
+		a.Status.Drift = &edgev1alpha1.DriftReport{Count: int64(len(entries)), Recent: entries}
+		return a
+	}
+	drift := func(object, version string, repaired bool) edgev1alpha1.DriftEntry {
+		return edgev1alpha1.DriftEntry{Object: object, Change: edgev1alpha1.DriftEdited, Repaired: repaired, Version: version, Count: 1, Paths: []string{"data.mode"}, PathCount: 1}
+	}
+	ready := func() *edgev1alpha1.Assemblage {
+		return observed(assemblage(cmKey, webKey), cmKey+"=Ready", webKey+"=Ready")
+	}
+	dests := []DestinationView{
+		{Name: "imw:a", Assemblage: withDrift(ready(), drift(cmKey, "v2", true))},
+		{Name: "imw:b", Assemblage: withDrift(ready(), drift(cmKey, "v2", false), drift(webKey, "v2", true))},
+		{Name: "imw:c", Assemblage: withDrift(ready(), drift(cmKey, "v1", true))}, // before the current version
+		{Name: "imw:d", Stale: true, Assemblage: withDrift(ready(), drift(webKey, "v2", true))},
+		{Name: "imw:e", Assemblage: ready()},
+		{Name: "imw:f"},
+	}
+	s := Summarize(dests, nil, metav1.Now())
+	if s.Counts.Drifted != 3 || s.Counts.Ready != 4 || s.Counts.Stale != 1 {
+		t.Errorf("counts %+v, want 3 drifted besides 4 ready and 1 stale", s.Counts)
+	}
+	for _, o := range s.Objects {
+		if want := map[string]int32{cmKey: 2, webKey: 2}[o.Object]; o.Drifted != want {
+			t.Errorf("object %s drifted at %d destinations, want %d", o.Object, o.Drifted, want)
+		}
+	}
+	if got := DriftedObjects(dests[2].Assemblage); got != nil {
+		t.Errorf("DriftedObjects of drift at an older version = %v, want none", got)
+	}
+}

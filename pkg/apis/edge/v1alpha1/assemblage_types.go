@@ -152,9 +152,87 @@ type AssemblageStatus struct {
 	// +optional
 	StatusOmitted bool `json:"statusOmitted,omitempty"`
 
+	// drift reports what the syncer found changed at the edge, by someone else, in the objects it
+	// applied from this assemblage: edited or deleted there. The syncer puts such an object back
+	// as the assemblage has it, except a create-only one, which it leaves as the edge has it. It
+	// names the fields that differed, never their values. Absent until the first drift.
+	// +optional
+	Drift *DriftReport `json:"drift,omitempty"`
+
 	// reportTime is when the syncer wrote this status.
 	// +optional
 	ReportTime *metav1.Time `json:"reportTime,omitempty"`
+}
+
+// The bounds of an assemblage's drift report: the entries kept, and the field paths kept per
+// entry.
+const (
+	MaxDriftEntries = 5
+	MaxDriftPaths   = 10
+)
+
+// Kinds of drift, in DriftEntry.Change.
+const (
+	// DriftEdited: fields that the syncer sets had other values at the edge, or were missing.
+	DriftEdited = "Edited"
+	// DriftDeleted: the object was deleted at the edge.
+	DriftDeleted = "Deleted"
+)
+
+// DriftReport is the syncer's account of drift at the edge for one assemblage.
+type DriftReport struct {
+	// count is the number of drifts the syncer found in this assemblage's objects, repaired or
+	// not, since it first reported on the assemblage.
+	Count int64 `json:"count"`
+
+	// repairs is how many of them it repaired.
+	// +optional
+	Repairs int64 `json:"repairs,omitempty"`
+
+	// recent are the latest drifts, newest first, at most 5. An object that drifts again in the
+	// same way (the same change of the same fields at the same version) keeps one entry, with
+	// its count raised and its time renewed.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=5
+	Recent []DriftEntry `json:"recent,omitempty"`
+}
+
+// DriftEntry is one drift of one object at the edge.
+type DriftEntry struct {
+	// object is the object's key (see CopyKey).
+	Object string `json:"object"`
+
+	// change is Edited or Deleted.
+	Change string `json:"change"`
+
+	// repaired is true when the syncer put the object back as the assemblage has it; false for a
+	// create-only object, which is left as the edge has it.
+	Repaired bool `json:"repaired"`
+
+	// paths are the fields, among those the syncer sets, whose value at the edge differed or
+	// that were missing there, as dotted paths (list elements as [index], keys that are not
+	// plain names as ["key"]), sorted; at most 10, pathCount counts them all. Values are never
+	// reported. Empty for Deleted.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	Paths []string `json:"paths,omitempty"`
+
+	// pathCount is the number of fields that differed.
+	// +optional
+	PathCount int32 `json:"pathCount,omitempty"`
+
+	// version is the assemblage's version the syncer was keeping at the edge when it found the
+	// drift.
+	// +optional
+	Version string `json:"version,omitempty"`
+
+	// count is how many times this object drifted in this way.
+	Count int32 `json:"count"`
+
+	// time is when the syncer last found it.
+	Time metav1.Time `json:"time"`
 }
 
 // ObjectCounts counts objects by state.

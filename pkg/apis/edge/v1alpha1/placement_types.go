@@ -409,6 +409,11 @@ type DestinationCounts struct {
 	// stale counts destinations whose syncer has been silent past the grace period.
 	// +optional
 	Stale int32 `json:"stale"`
+	// drifted counts, apart from the states above, destinations whose syncer reported drift
+	// (an object edited or deleted at the edge, repaired or, create-only, left) while keeping
+	// the current version of the placement's assemblage there.
+	// +optional
+	Drifted int32 `json:"drifted,omitempty"`
 }
 
 // BrokenEntry says what is wrong with one object at one destination.
