@@ -674,16 +674,11 @@ func (r *paramReader) delivered(ctx context.Context, dest edgev1alpha1.SinglePla
 	}
 	var parts []*edgev1alpha1.AssemblagePart
 	if a.Spec.Parts > 1 {
-		list, err := client.Resource(assemblagePartsGVR).List(ctx, metav1.ListOptions{})
+		list, err := client.Resource(assemblagePartsGVR).List(ctx, metav1.ListOptions{LabelSelector: transport.LabelAssemblage + "=" + transport.LabelValue(assemblage)})
 		if err != nil {
-			return nil, nil, fmt.Errorf("listing the assemblage parts in mailbox %s: %w", path, err)
+			return nil, nil, fmt.Errorf("listing the parts of assemblage %s in mailbox %s: %w", assemblage, path, err)
 		}
-		for i := range list.Items {
-			part := &edgev1alpha1.AssemblagePart{}
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(list.Items[i].Object, part); err == nil {
-				parts = append(parts, part)
-			}
-		}
+		parts = transport.PartsOf(list.Items)
 	}
 	doc, err := transport.DecodeAssemblage(a, parts)
 	if err != nil {
@@ -759,20 +754,8 @@ type objectChange struct {
 
 // compareCopies lists, in object order, what differs between two projections.
 func compareCopies(before, after map[string]string) []objectChange {
-	keys := map[string]bool{}
-	for k := range before {
-		keys[k] = true
-	}
-	for k := range after {
-		keys[k] = true
-	}
-	sorted := make([]string, 0, len(keys))
-	for k := range keys {
-		sorted = append(sorted, k)
-	}
-	sort.Strings(sorted)
 	var out []objectChange
-	for _, k := range sorted {
+	for _, k := range unionKeys(before, after) {
 		b, inBefore := before[k]
 		a, inAfter := after[k]
 		if inBefore && inAfter && a == b {

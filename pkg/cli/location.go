@@ -460,20 +460,8 @@ func setLabels(u *unstructured.Unstructured, labels map[string]string) string {
 // describeLabelChanges lists, sorted by key, the labels that after adds (+k=v) or changes
 // (~k=v) with respect to before, and those it lacks (-k).
 func describeLabelChanges(before, after map[string]string) string {
-	keys := map[string]bool{}
-	for k := range before {
-		keys[k] = true
-	}
-	for k := range after {
-		keys[k] = true
-	}
-	sorted := make([]string, 0, len(keys))
-	for k := range keys {
-		sorted = append(sorted, k)
-	}
-	sort.Strings(sorted)
 	var parts []string
-	for _, k := range sorted {
+	for _, k := range unionKeys(before, after) {
 		old, had := before[k]
 		v, has := after[k]
 		switch {
@@ -524,4 +512,19 @@ func dedupe(msgs []string) []string {
 		}
 	}
 	return out
+}
+
+// unionKeys returns the keys of a and b, sorted, each once.
+func unionKeys(a, b map[string]string) []string {
+	keys := make([]string, 0, len(a)+len(b))
+	for k := range a {
+		keys = append(keys, k)
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	return keys
 }

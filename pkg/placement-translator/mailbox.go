@@ -295,12 +295,7 @@ func (c *Controller) previousEntries(ctx context.Context, mb logicalcluster.Path
 		if err != nil {
 			return nil, fmt.Errorf("reading the parts of assemblage %s of mailbox %s: %w", name, mb, err)
 		}
-		for i := range list.Items {
-			p := &edgev1alpha1.AssemblagePart{}
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(list.Items[i].Object, p); err == nil {
-				parts = append(parts, p)
-			}
-		}
+		parts = transport.PartsOf(list.Items)
 	}
 	doc, err := transport.DecodeAssemblage(a, parts)
 	if err != nil {

@@ -12,6 +12,8 @@ import (
 	"sort"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
@@ -381,4 +383,17 @@ func numberValue(n json.Number) (any, error) {
 		return nil, fmt.Errorf("bad number %q", n)
 	}
 	return f, nil
+}
+
+// PartsOf decodes the assemblage parts of a list (as read from a mailbox); items that are no
+// part are left out, as Pieces leaves out parts of other assemblages or versions.
+func PartsOf(items []unstructured.Unstructured) []*edgev1alpha1.AssemblagePart {
+	var parts []*edgev1alpha1.AssemblagePart
+	for i := range items {
+		p := &edgev1alpha1.AssemblagePart{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(items[i].Object, p); err == nil {
+			parts = append(parts, p)
+		}
+	}
+	return parts
 }
