@@ -169,6 +169,11 @@ lint: ## go vet and gofmt.
 		if [ -n "$$bad" ]; then echo "not gofmt-clean:"; echo "$$bad"; exit 1; fi
 	@echo ">> go vet and gofmt are clean"
 
+.PHONY: check-monitoring
+check-monitoring: ## promtool check rules config/monitoring/alerts.yaml, if promtool is on the PATH (Debian: apt-get install prometheus); the Go tests check the dashboard.
+	@if command -v promtool >/dev/null 2>&1; then promtool check rules config/monitoring/alerts.yaml; \
+		else echo ">> check-monitoring skipped: promtool is not on the PATH (Debian's prometheus package has it)"; fi
+
 .PHONY: test-unit
 test-unit: lint verify-codegen unit ## The fast tier, no server needed: lint, codegen drift, and the unit tests with the race detector (fuzz targets run on their seed inputs).
 

@@ -103,6 +103,9 @@ func (l *WriteLimiter) server(host string) *serverLimit {
 		s = &serverLimit{opts: l.opts, host: host, limit: float64(l.opts.Initial), now: time.Now}
 		l.servers[host] = s
 		metricWriteLimit.WithLabelValues(host).Set(s.limit)
+		for _, code := range []int{http.StatusTooManyRequests, http.StatusServiceUnavailable} {
+			metricWriteRefusals.WithLabelValues(host, strconv.Itoa(code)) // served at 0 from the start
+		}
 	}
 	return s
 }

@@ -76,6 +76,9 @@ func NewQueue[K comparable](opts Options) *Queue[K] {
 		opts.MaxDelay = max(DefaultMaxDelay, opts.BaseDelay)
 	}
 	b := &backoff[K]{base: opts.BaseDelay, max: opts.MaxDelay, failures: map[K]int{}}
+	for _, reason := range retryReasons {
+		metricRetries.WithLabelValues(opts.Name, reason) // served at 0 from the start, so that rate() sees the first retry
+	}
 	return &Queue[K]{
 		opts:    opts,
 		backoff: b,
@@ -245,6 +248,9 @@ func (b *backoff[K]) NumRequeues(key K) int {
 	defer b.mu.Unlock()
 	return b.failures[key]
 }
+
+// retryReasons are the values of edge_controller_retries_total's reason label.
+var retryReasons = []string{"conflict", "throttled", "forbidden", "error"}
 
 var metricRetries = metrics.NewCounterVec(&metrics.CounterOpts{
 	Namespace: "edge", Subsystem: "controller", Name: "retries_total",

@@ -275,6 +275,7 @@ func (c *Controller) Start(ctx context.Context) error {
 		return fmt.Errorf("%s controller: caches did not sync (is the ESPW %s reachable and initialised?)", ControllerName, c.cfg.ESPW)
 	}
 	logger.Info("caches synced; starting workers", "workers", c.cfg.Workers)
+	defer metricSyncTargetConditions.Count(c.syncTargets.GetStore())()
 	// Mailboxes left behind while the controller was away are found by the informer's initial
 	// list: every mailbox workspace was queued for the orphan check.
 	c.queue.Run(ctx, c.process)

@@ -140,12 +140,10 @@ func Run(ctx context.Context, o Options) error {
 	// /readyz: the controllers' caches synced, or why not. /readyz?exclude=leader also counts a
 	// replica that stands by as ready: a Deployment's readiness probe asks that, so that its
 	// replicas are all available while one leads (and a rolling update can proceed).
-	srv, err := health.ServeChecks(o.HTTPAddress, func(excluded map[string]bool) (bool, string) {
-		if why := ready.Load(); why != nil && !(excluded[LeaderCheck] && *why == standingBy) {
-			return false, *why
-		}
-		return true, ""
-	})
+	readyz := func(excluded map[string]bool) (bool, string) { return readyGiven(ready.Load(), excluded) }
+	serving.Store(&readyz)
+	defer serving.Store(nil)
+	srv, err := health.ServeChecks(o.HTTPAddress, readyz)
 	if err != nil {
 		return err
 	}

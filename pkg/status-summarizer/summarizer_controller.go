@@ -293,6 +293,7 @@ func (c *Controller) Start(ctx context.Context) error {
 		return ctx.Err()
 	}
 	logger.Info("caches synced; summarizing")
+	defer metricPlacementConditions.Count(c.placements.GetStore())()
 	go c.objectQueue.Run(ctx, func(ctx context.Context, k objectKey) (time.Duration, error) { return 0, c.syncObject(ctx, k) })
 	c.placementQueue.Run(ctx, func(ctx context.Context, k placementKey) (time.Duration, error) { return 0, c.syncPlacement(ctx, k) })
 	return nil

@@ -5,6 +5,8 @@ import (
 
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
+
+	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
 var (
@@ -61,5 +63,9 @@ func init() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(metricApplies, metricDeletes, metricDriftRepairs, metricDriftLeft, metricStatusWrites,
 			metricRefusals, metricUpsyncWrites, metricHeartbeats, metricConnected)
+		// Served at 0 from the start, so that rate() sees the first refusal and alerts can name them.
+		for _, reason := range []string{transport.RefusedUnknownFormat, transport.RefusedCorrupt, transport.RefusedPartsMissing} {
+			metricRefusals.WithLabelValues(reason)
+		}
 	})
 }

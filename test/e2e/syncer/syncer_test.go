@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kcp-dev/edge-mc/config/monitoring"
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 	"github.com/kcp-dev/edge-mc/test/framework"
 )
@@ -258,6 +259,24 @@ func TestFullCycle(t *testing.T) {
 	t.Run("an update in the workload workspace arrives", func(t *testing.T) {
 		f.Kubectl(t, f.WMW, "patch", "deployment", "web", "-n", "app", "--type=merge", "-p", `{"spec":{"replicas":3}}`)
 		eventually(t, "update", ec, deployments, "app", "web", fieldIs("3", "spec", "replicas"))
+	})
+
+	t.Run("every metric the shipped dashboard and alerts read is exported", func(t *testing.T) {
+		// While the placement is there, so that its conditions are counted.
+		exported := monitoring.Exported(framework.ScrapeMetrics(t, f.ECM.HTTPAddress) + framework.ScrapeMetrics(t, syncer.HTTPAddress))
+		exprs, err := monitoring.Expressions()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for where, list := range exprs {
+			for _, expr := range list {
+				for _, name := range monitoring.MetricNames(expr) {
+					if name != "up" && !exported[name] { // Prometheus makes up itself
+						t.Errorf("%s reads %s, which neither edge-controller-manager nor edge-syncer exports: %s", where, name, expr)
+					}
+				}
+			}
+		}
 	})
 
 	t.Run("what leaves the mailbox leaves the edge", func(t *testing.T) {
