@@ -175,7 +175,7 @@ check-monitoring: ## promtool check rules config/monitoring/alerts.yaml, if prom
 		else echo ">> check-monitoring skipped: promtool is not on the PATH (Debian's prometheus package has it)"; fi
 
 .PHONY: test-unit
-test-unit: lint verify-codegen unit ## The fast tier, no server needed: lint, codegen drift, and the unit tests with the race detector (fuzz targets run on their seed inputs).
+test-unit: lint verify-codegen check-monitoring unit ## The fast tier, no server needed: lint, codegen drift, the shipped alert rules (promtool, where installed), and the unit tests with the race detector (fuzz targets run on their seed inputs).
 
 .PHONY: unit
 unit: ## Unit tests alone (no servers needed) with the race detector, the test harness's own, and the workload-kinds schema generator.
