@@ -65,7 +65,7 @@ func snapshot(t *testing.T, edge *framework.PCluster) edgeState {
 	return out
 }
 
-// TestCenterOutage kills kcp for 60 s while the workload runs at the edge, and
+// TestCenterOutage kills kcp for 40 s while the workload runs at the edge, and
 // edge-controller-manager with it, which is started again at once and so before kcp is back;
 // then restarts kcp and changes one object at once. The edge keeps its workload throughout,
 // and the change arrives without anything else being deleted or written at the edge.
@@ -89,7 +89,7 @@ func TestCenterOutage(t *testing.T) {
 	// must wait for kcp, not exit.
 	f.ECM.Crash()
 	f.ECM.Restart()
-	for i := 0; i < 6; i++ {
+	for i := 0; i < 4; i++ {
 		time.Sleep(10 * time.Second)
 		if now := snapshot(t, edge); fmt.Sprint(now) != fmt.Sprint(before) {
 			t.Fatalf("the edge changed while the center was down:\nbefore %v\nnow    %v", before, now)
@@ -101,7 +101,7 @@ func TestCenterOutage(t *testing.T) {
 			t.Fatal("edge-controller-manager, started while kcp was down, exited instead of waiting for it")
 		}
 	}
-	t.Log("restarting kcp after 60 s")
+	t.Log("restarting kcp after 40 s")
 	if err := kcp.Restart(); err != nil {
 		t.Fatal(err)
 	}
