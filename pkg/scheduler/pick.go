@@ -151,6 +151,7 @@ func Pick(req PickRequest) PickResult {
 	}
 	slices.SortFunc(res.Picked, compareDestinations)
 	res.Status, res.Reason, res.Message = pickCondition(req, groups, unlabelled, len(res.Picked))
+	res.Message += pickedNames(res.Picked)
 	return res
 }
 
@@ -210,6 +211,23 @@ func pickCondition(req PickRequest, groups []*spreadGroup, unlabelled *spreadGro
 	}
 	return metav1.ConditionTrue, edgev1alpha1.ReasonPicked,
 		fmt.Sprintf("picked %d of %d matching SyncTargets%s", picked, len(req.Candidates), spread)
+}
+
+// pickedNames names the picked SyncTargets, the first maxReportedSpreadValues of them, for the
+// condition's message: which N were picked (the slices hold them all).
+func pickedNames(picked []edgev1alpha1.SinglePlacement) string {
+	if len(picked) == 0 {
+		return ""
+	}
+	var names []string
+	for i, p := range picked {
+		if i == maxReportedSpreadValues {
+			names = append(names, fmt.Sprintf("and %d more", len(picked)-i))
+			break
+		}
+		names = append(names, p.SyncTargetName)
+	}
+	return "; picked: " + strings.Join(names, ", ")
 }
 
 // countPicked counts the groups that got a pick.

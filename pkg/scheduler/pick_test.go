@@ -63,6 +63,7 @@ func TestPick(t *testing.T) {
 	}, {
 		name: "current picks kept", n: 2, candidates: fourEdges, current: dests("e1", "e2"),
 		want: []string{"e1", "e2"}, wantKept: 2, wantStatus: metav1.ConditionTrue, wantReason: edgev1alpha1.ReasonPicked,
+		wantMessage: "picked 2 of 4 matching SyncTargets; picked: e1, e2",
 	}, {
 		name: "spread: one per region", n: 2, spreadBy: "region", candidates: fourEdges,
 		wantCount: 2, wantStatus: metav1.ConditionTrue, wantReason: edgev1alpha1.ReasonPicked,
