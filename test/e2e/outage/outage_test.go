@@ -65,7 +65,7 @@ func snapshot(t *testing.T, edge *framework.PCluster) edgeState {
 	return out
 }
 
-// TestCenterOutage kills kcp for 40 s while the workload runs at the edge, and
+// TestCenterOutage kills kcp for 60 s while the workload runs at the edge, and
 // edge-controller-manager with it, which is started again at once and so before kcp is back;
 // then restarts kcp and changes one object at once. The edge keeps its workload throughout,
 // and the change arrives without anything else being deleted or written at the edge.
@@ -89,7 +89,7 @@ func TestCenterOutage(t *testing.T) {
 	// must wait for kcp, not exit.
 	f.ECM.Crash()
 	f.ECM.Restart()
-	for i := 0; i < 4; i++ {
+	for i := 0; i < 6; i++ {
 		time.Sleep(10 * time.Second)
 		if now := snapshot(t, edge); fmt.Sprint(now) != fmt.Sprint(before) {
 			t.Fatalf("the edge changed while the center was down:\nbefore %v\nnow    %v", before, now)
@@ -101,14 +101,22 @@ func TestCenterOutage(t *testing.T) {
 			t.Fatal("edge-controller-manager, started while kcp was down, exited instead of waiting for it")
 		}
 	}
-	t.Log("restarting kcp after 40 s")
+	t.Log("restarting kcp after 60 s")
 	if err := kcp.Restart(); err != nil {
 		t.Fatal(err)
 	}
 	// The workload changes as soon as kcp is back, before edge-controller-manager has seen it.
 	restartedAt := time.Now()
 	f.Kubectl(t, f.WMW, "patch", "configmap", "changing", "-n", "app", "--type=merge", "-p", `{"data":{"version":"2"}}`)
-	eventually(t, "the change after the outage", ec, configMaps, "app", "changing", fieldIs("2", "data", "version"))
+	// The syncer's and the controllers' informers list again on client-go's reflector backoff,
+	// which reaches 30 s, and up to twice that with its jitter, during an outage of a minute: the
+	// change can take that long after kcp is back, more than framework.Converge (90 s in all
+	// was missed once, on a loaded machine, 2026-11-29). The time it took is logged.
+	check := fieldIs("2", "data", "version")
+	framework.Eventually(t, 3*time.Minute, func() (bool, string) {
+		why := check(framework.GetObject(t, ec, configMaps, "app", "changing"))
+		return why == "", "the change after the outage: configmaps app/changing: " + why
+	})
 	t.Logf("the change made when kcp came back reached the edge %s later", time.Since(restartedAt).Round(100*time.Millisecond))
 
 	after := snapshot(t, edge)
