@@ -198,6 +198,13 @@ func pickCondition(req PickRequest, groups []*spreadGroup, unlabelled *spreadGro
 		}
 		spread = fmt.Sprintf(", spread by %s: %s", req.SpreadBy, strings.Join(parts, ", "))
 	}
+	if req.SpreadBy != "" && picked > 0 && len(groups) == 0 {
+		// A spreadBy that no candidate has is most likely a typo: say so rather than report
+		// a spread that did not happen as fine.
+		return metav1.ConditionFalse, edgev1alpha1.ReasonSpreadLabelMissing,
+			fmt.Sprintf("picked %d of %d, not spread: no eligible SyncTarget, nor its Location, has the label %q that spec.spreadBy names; check the key",
+				picked, req.N, req.SpreadBy)
+	}
 	if picked < req.N {
 		why := "no SyncTarget matches"
 		switch {

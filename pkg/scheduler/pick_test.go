@@ -61,6 +61,11 @@ func TestPick(t *testing.T) {
 		wantCount: 2, wantStatus: metav1.ConditionTrue, wantReason: edgev1alpha1.ReasonPicked,
 		wantMessage: "picked 2 of 4 matching SyncTargets",
 	}, {
+		name: "a spreadBy that no candidate has: picked, not spread, and said", n: 2, spreadBy: "regoin",
+		candidates: []Candidate{cand("e1", "-"), cand("e2", "-"), cand("w1", "-")},
+		wantCount: 2, wantStatus: metav1.ConditionFalse, wantReason: edgev1alpha1.ReasonSpreadLabelMissing,
+		wantMessage: `not spread: no eligible SyncTarget, nor its Location, has the label "regoin"`,
+	}, {
 		name: "current picks kept", n: 2, candidates: fourEdges, current: dests("e1", "e2"),
 		want: []string{"e1", "e2"}, wantKept: 2, wantStatus: metav1.ConditionTrue, wantReason: edgev1alpha1.ReasonPicked,
 		wantMessage: "picked 2 of 4 matching SyncTargets; picked: e1, e2",

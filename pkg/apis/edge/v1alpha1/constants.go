@@ -60,20 +60,23 @@ const (
 
 // Condition reasons.
 const (
-	ReasonMailboxCreating       = "MailboxCreating"
-	ReasonMailboxReady          = "MailboxReady"
-	ReasonInvalidName           = "InvalidName"
-	ReasonMailboxError          = "MailboxError"
-	ReasonHeartbeatCurrent      = "HeartbeatCurrent"
-	ReasonHeartbeatMissing      = "HeartbeatMissing"
-	ReasonHeartbeatStale        = "HeartbeatStale"
-	ReasonScheduled             = "Scheduled"
-	ReasonNoLocationMatches     = "NoLocationMatches"
-	ReasonNoSyncTargetMatches   = "NoSyncTargetMatches"
-	ReasonInvalidSelector       = "InvalidSelector"
-	ReasonSliceConflict         = "SliceConflict"
-	ReasonPicked                = "Picked"
-	ReasonTooFewSyncTargets     = "TooFewSyncTargets"
+	ReasonMailboxCreating     = "MailboxCreating"
+	ReasonMailboxReady        = "MailboxReady"
+	ReasonInvalidName         = "InvalidName"
+	ReasonMailboxError        = "MailboxError"
+	ReasonHeartbeatCurrent    = "HeartbeatCurrent"
+	ReasonHeartbeatMissing    = "HeartbeatMissing"
+	ReasonHeartbeatStale      = "HeartbeatStale"
+	ReasonScheduled           = "Scheduled"
+	ReasonNoLocationMatches   = "NoLocationMatches"
+	ReasonNoSyncTargetMatches = "NoSyncTargetMatches"
+	ReasonInvalidSelector     = "InvalidSelector"
+	ReasonSliceConflict       = "SliceConflict"
+	ReasonPicked              = "Picked"
+	ReasonTooFewSyncTargets   = "TooFewSyncTargets"
+	// ReasonSpreadLabelMissing: no eligible SyncTarget, nor its Location, has the label that
+	// spec.spreadBy names (a typo, most likely): the picks are not spread.
+	ReasonSpreadLabelMissing    = "SpreadLabelMissing"
 	ReasonConflictingProjection = "ConflictingProjection"
 
 	// Reasons of the Ready condition of an EdgePlacement, written by the status summarizer.
