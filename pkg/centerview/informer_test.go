@@ -97,6 +97,13 @@ func newTestInformer(t *testing.T, shards *fakeShards) (*Endpoints, *Informer) {
 	return e, i
 }
 
+// sliceRead marks the Endpoints' slice as read once, as Start does after its first read.
+func sliceRead(e *Endpoints) {
+	e.mu.Lock()
+	e.synced = true
+	e.mu.Unlock()
+}
+
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true,
@@ -132,9 +139,7 @@ func TestInformerFollowsTheSlice(t *testing.T) {
 	if i.HasSynced() {
 		t.Fatal("HasSynced before the slice was read once (setURLs alone does not say the slice was read)")
 	}
-	e.mu.Lock()
-	e.synced = true
-	e.mu.Unlock()
+	sliceRead(e)
 	eventually(t, "both shards synced", i.HasSynced)
 	if got, want := keys(i), []string{"ca|default/one", "cb|default/two"}; !slices.Equal(got, want) {
 		t.Errorf("keys across shards: got %v, want %v", got, want)
@@ -207,9 +212,7 @@ func TestInformerMadeAfterURLsAndStartedLate(t *testing.T) {
 	defer cancel()
 	e, first := newTestInformer(t, shards)
 	e.setURLs(ctx, []string{"https://shard-a/vw"})
-	e.mu.Lock()
-	e.synced = true
-	e.mu.Unlock()
+	sliceRead(e)
 	// An informer made after the URLs are known gets a shard on each; before Run it has not synced.
 	i := e.newInformer("late", cache.Indexers{kcpcache.ClusterIndexName: kcpcache.ClusterIndexFunc}, func(url string, _ kcpdynamic.ClusterInterface) cache.SharedIndexInformer {
 		return thirdpartyinformers.NewSharedIndexInformer(shards.source(url), &corev1.ConfigMap{}, 0,
@@ -260,9 +263,7 @@ func TestInformerShardThatDoesNotServeTheResource(t *testing.T) {
 	defer cancel()
 	go i.Run(ctx.Done())
 	e.setURLs(ctx, []string{"https://shard-a/vw", "https://shard-b/vw"})
-	e.mu.Lock()
-	e.synced = true
-	e.mu.Unlock()
+	sliceRead(e)
 	eventually(t, "synced with a shard that does not serve the resource", i.HasSynced)
 	if got := keys(i); !slices.Equal(got, []string{"ca|default/one"}) {
 		t.Errorf("keys: %v", got)
@@ -282,9 +283,7 @@ func TestIndexersAddedToEveryShard(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	e.setURLs(ctx, []string{"https://shard-a/vw"})
-	e.mu.Lock()
-	e.synced = true
-	e.mu.Unlock()
+	sliceRead(e)
 	go i.Run(ctx.Done())
 	eventually(t, "synced", i.HasSynced)
 

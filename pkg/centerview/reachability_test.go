@@ -117,9 +117,7 @@ func TestUnreachableShardAtStart(t *testing.T) {
 	defer cancel()
 	go i.Run(ctx.Done())
 	e.setURLs(ctx, []string{"https://shard-a/vw", "https://shard-b/vw"})
-	e.mu.Lock()
-	e.synced = true
-	e.mu.Unlock()
+	sliceRead(e)
 	time.Sleep(300 * time.Millisecond)
 	if i.HasSynced() {
 		t.Fatal("synced while a shard that was never listed has not been found unreachable")
@@ -167,9 +165,7 @@ func TestRegistrationWaitsForTheHandler(t *testing.T) {
 	defer cancel()
 	go i.Run(ctx.Done())
 	e.setURLs(ctx, []string{"https://shard-a/vw", "https://shard-b/vw"})
-	e.mu.Lock()
-	e.synced = true
-	e.mu.Unlock()
+	sliceRead(e)
 	eventually(t, "the stores synced", i.HasSynced)
 	if reg.HasSynced() {
 		t.Error("the registration synced while its handler has not been given the objects")
