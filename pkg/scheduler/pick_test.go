@@ -63,7 +63,7 @@ func TestPick(t *testing.T) {
 	}, {
 		name: "a spreadBy that no candidate has: picked, not spread, and said", n: 2, spreadBy: "regoin",
 		candidates: []Candidate{cand("e1", "-"), cand("e2", "-"), cand("w1", "-")},
-		wantCount: 2, wantStatus: metav1.ConditionFalse, wantReason: edgev1alpha1.ReasonSpreadLabelMissing,
+		wantCount:  2, wantStatus: metav1.ConditionFalse, wantReason: edgev1alpha1.ReasonSpreadLabelMissing,
 		wantMessage: `not spread: no eligible SyncTarget, nor its Location, has the label "regoin"`,
 	}, {
 		name: "current picks kept", n: 2, candidates: fourEdges, current: dests("e1", "e2"),
