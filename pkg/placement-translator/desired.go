@@ -226,12 +226,10 @@ func (c *Controller) projectPlacement(pk placementKey, p *edgev1alpha1.EdgePlace
 	out := map[copyKey]*desiredCopy{}
 	cluster := logicalcluster.Name(pk.cluster)
 	cands := make([]projection.Candidate, 0, len(objs))
-	resources := make(map[transport.Key]resource, len(objs))
-	for _, wo := range objs {
+	for i, wo := range objs {
 		u, r := wo.obj, wo.resource
 		cands = append(cands, projection.Candidate{Object: projection.Object{Group: r.gvr.Group, Resource: r.gvr.Resource, Namespaced: r.namespaced,
-			Namespace: u.GetNamespace(), Name: u.GetName(), Labels: u.GetLabels()}, Custom: r.custom, Source: u})
-		resources[transport.KeyOf(r.gvr.GroupResource(), u.GetNamespace(), u.GetName())] = r
+			Namespace: u.GetNamespace(), Name: u.GetName(), Labels: u.GetLabels()}, Custom: r.custom, Source: u, Index: i})
 	}
 	chosen, err := projection.Select(p.Spec.Downsync, cands, func(ns string) map[string]string { return c.workload.namespaceLabels(cluster, ns) })
 	if err != nil {
@@ -241,7 +239,7 @@ func (c *Controller) projectPlacement(pk placementKey, p *edgev1alpha1.EdgePlace
 	}
 	selected := make(map[copyKey]workloadObject, len(chosen))
 	for key, cand := range chosen {
-		selected[copyKey{gr: key.GroupResource(), namespace: key.Namespace, name: key.Name}] = workloadObject{resource: resources[key], obj: cand.Source}
+		selected[copyKey{gr: key.GroupResource(), namespace: key.Namespace, name: key.Name}] = objs[cand.Index]
 	}
 	// A resource name that the workspace does not have selects nothing, silently: most likely a
 	// typo, or a custom kind whose CRD is not there (yet). The rest of the placement goes on.

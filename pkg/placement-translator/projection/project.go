@@ -23,6 +23,8 @@ type Candidate struct {
 	Custom bool
 	// Source is the object as the workload workspace holds it.
 	Source *unstructured.Unstructured
+	// Index is the caller's: where the candidate came from, say in its own list.
+	Index int
 }
 
 // KeyOf is the key of a candidate.
