@@ -752,12 +752,17 @@ type objectChange struct {
 	Diff string
 }
 
-// compareCopies lists, in object order, what differs between two projections.
+// compareCopies lists, in object order, what differs between two projections. A Secret's
+// values are masked, as kubectl diff masks them: "***", or "*** (before)" and "*** (after)"
+// where the value changes.
 func compareCopies(before, after map[string]string) []objectChange {
 	var out []objectChange
 	for _, k := range unionKeys(before, after) {
 		b, inBefore := before[k]
 		a, inAfter := after[k]
+		if strings.HasPrefix(k, "secrets/") {
+			b, a = maskSecret(b, a)
+		}
 		if inBefore && inAfter && a == b {
 			continue
 		}
@@ -775,6 +780,47 @@ func compareCopies(before, after map[string]string) []objectChange {
 		out = append(out, objectChange{Object: k, Op: op, Diff: diff})
 	}
 	return out
+}
+
+// maskSecret replaces the values of a Secret's data and stringData in the YAML of its two
+// versions (either may be empty: absent), so that no value is printed, while a changed value
+// still shows as a change. Text that is no object (a projection error) stays as it is.
+func maskSecret(before, after string) (string, string) {
+	parse := func(text string) map[string]any {
+		var obj map[string]any
+		if text == "" || yaml.Unmarshal([]byte(text), &obj) != nil {
+			return nil
+		}
+		return obj
+	}
+	b, a := parse(before), parse(after)
+	for _, field := range []string{"data", "stringData"} {
+		bv, _ := b[field].(map[string]any)
+		av, _ := a[field].(map[string]any)
+		for key := range bv {
+			if v, ok := av[key]; ok && fmt.Sprint(v) != fmt.Sprint(bv[key]) {
+				bv[key], av[key] = "*** (before)", "*** (after)"
+				continue
+			}
+			bv[key] = "***"
+		}
+		for key := range av {
+			if s, _ := av[key].(string); s != "*** (after)" {
+				av[key] = "***"
+			}
+		}
+	}
+	render := func(obj map[string]any, text string) string {
+		if obj == nil {
+			return text
+		}
+		out, err := yaml.Marshal(obj)
+		if err != nil {
+			return ""
+		}
+		return string(out)
+	}
+	return render(b, before), render(a, after)
 }
 
 // changeGroup is a set of destinations whose changes are the same.

@@ -43,6 +43,28 @@ func TestCompareCopies(t *testing.T) {
 	}
 }
 
+func TestCompareCopiesMasksSecrets(t *testing.T) {
+	before := map[string]string{"secrets/app/s": "apiVersion: v1\ndata:\n  kept: a2VwdA==\n  old: b2xk\nkind: Secret\n"}
+	after := map[string]string{"secrets/app/s": "apiVersion: v1\ndata:\n  kept: a2VwdA==\n  old: bmV3\nkind: Secret\n"}
+	got := compareCopies(before, after)
+	if len(got) != 1 || got[0].Op != "changed" {
+		t.Fatalf("compareCopies() = %+v, want the Secret changed", got)
+	}
+	for _, value := range []string{"a2VwdA==", "b2xk", "bmV3"} {
+		if strings.Contains(got[0].Diff, value) {
+			t.Errorf("the diff shows the Secret's value %q:\n%s", value, got[0].Diff)
+		}
+	}
+	for _, want := range []string{"-  old: '*** (before)'", "+  old: '*** (after)'"} {
+		if !strings.Contains(got[0].Diff, want) {
+			t.Errorf("the diff lacks %q:\n%s", want, got[0].Diff)
+		}
+	}
+	if strings.Contains(got[0].Diff, "-  kept") {
+		t.Errorf("an unchanged value shows as changed:\n%s", got[0].Diff)
+	}
+}
+
 func TestGroupChanges(t *testing.T) {
 	edit := []objectChange{{Object: "configmaps/app/c", Op: "changed", Diff: "--- c (now)\n+++ c (after)\n zone: z1\n-a\n+b\n"}}
 	// The same change beside another destination's parameter: the same group.
