@@ -10,6 +10,7 @@ require (
 	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2
 	github.com/spf13/cobra v1.10.1
 	github.com/spf13/pflag v1.0.9
+	golang.org/x/crypto v0.45.0
 	golang.org/x/mod v0.30.0
 	k8s.io/api v0.35.1
 	k8s.io/apiextensions-apiserver v0.35.1

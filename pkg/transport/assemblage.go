@@ -65,8 +65,11 @@ type Entry struct {
 	Resource   string `json:"resource"`
 	Namespaced bool   `json:"namespaced,omitempty"`
 	// Object is the object, customised for the destination; a denatured object is in its
-	// denatured form.
+	// denatured form. Of a sealed entry, only what Seal leaves in the clear.
 	Object map[string]any `json:"object"`
+	// Sealed holds the rest of a sealed entry's object, encrypted (seal.go); nil if the entry
+	// travels in the clear.
+	Sealed *Sealed `json:"sealed,omitempty"`
 }
 
 // GVR is the entry's resource.

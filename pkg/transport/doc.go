@@ -14,6 +14,9 @@
 //     heartbeat, assemblage names;
 //   - what travels and how (objects.go): objects that never travel, server-owned fields stripped
 //     before an object travels, denatured objects and their natural form, content hashes;
+//   - sealed objects (seal.go): Secrets, and objects annotated edge.kcp.io/sealed: "true",
+//     travel with their content encrypted to the destination syncer's public key; the syncer's
+//     key pair, key ids, and the opening of a sealed entry at the edge;
 //   - the marks by which a syncer owns the objects it applies at its edge (marks.go);
 //   - how an assemblage's status reads for people and summaries (summary.go): each object's
 //     state at a destination, whether a version of it runs there, and the bounded summary of a
