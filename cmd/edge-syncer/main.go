@@ -29,6 +29,7 @@ import (
 	"github.com/kcp-dev/edge-mc/pkg/health"
 	"github.com/kcp-dev/edge-mc/pkg/logging"
 	"github.com/kcp-dev/edge-mc/pkg/syncer"
+	"github.com/kcp-dev/edge-mc/pkg/transport"
 	"github.com/kcp-dev/edge-mc/pkg/version"
 )
 
@@ -48,6 +49,7 @@ func main() {
 	httpAddress := fs.String("http-address", ":8080", "address serving /healthz, /readyz and /metrics")
 	hostname, _ := os.Hostname()
 	identity := fs.String("identity", hostname, "this syncer's name in its heartbeat Lease")
+	keyNamespace := fs.String("key-namespace", defaultKeyNamespace(), "namespace of the edge cluster holding the syncer's key pair for sealed objects (default: $POD_NAMESPACE, else "+transport.DefaultEdgeSyncerNamespace+")")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
@@ -97,6 +99,7 @@ func main() {
 		Mailbox: mailboxCfg, Edge: edgeCfg,
 		SyncTargetName: *name, SyncTargetUID: *uid, Identity: *identity,
 		Workers: *workers, StatusCoalesce: *statusCoalesce, HeartbeatInterval: *heartbeatInterval,
+		KeyNamespace: *keyNamespace,
 	})
 	if err != nil {
 		fail("%v", err)
@@ -117,6 +120,15 @@ func main() {
 		os.Exit(1)
 	}
 	logger.Info("stopped")
+}
+
+// defaultKeyNamespace is the namespace the syncer's pod runs in ($POD_NAMESPACE, which
+// kubectl edge prep-for-syncer's Deployment sets), else transport.DefaultEdgeSyncerNamespace.
+func defaultKeyNamespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	return transport.DefaultEdgeSyncerNamespace
 }
 
 func fail(format string, args ...any) {

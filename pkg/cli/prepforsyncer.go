@@ -44,7 +44,7 @@ import (
 
 const (
 	// DefaultSyncerNamespace is the pcluster namespace that the syncer runs in.
-	DefaultSyncerNamespace = "edge-syncer"
+	DefaultSyncerNamespace = transport.DefaultEdgeSyncerNamespace
 
 	// syncerKubeconfigDir is where the Deployment mounts the Secret holding the mailbox
 	// kubeconfig, under the key syncerKubeconfigKey.
@@ -585,6 +585,9 @@ func syncerPodSpec(p syncerManifestParams, name string) corev1.PodSpec {
 			Name:  "edge-syncer",
 			Image: p.Image,
 			Args:  syncerArgs(syncerKubeconfigDir+"/"+syncerKubeconfigKey, p.SyncTargetName, p.SyncTargetUID),
+			// The syncer keeps its key pair for sealed objects in its own namespace.
+			Env: []corev1.EnvVar{{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{
+				FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}},
 			Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: syncerHealthPort, Protocol: corev1.ProtocolTCP}},
 			LivenessProbe: func() *corev1.Probe {
 				pr := probe()

@@ -133,15 +133,17 @@ type syncerConfigReport struct {
 	Errors                     []string     `json:"errors,omitempty"`
 	SyncerVersion              string       `json:"syncerVersion"`
 	Formats                    []string     `json:"formats"`
+	PublicKey                  string       `json:"publicKey,omitempty"`
+	KeyID                      string       `json:"keyID,omitempty"`
 }
 
 // id is a rendering of the report without its time, to tell whether it changed.
 func (r syncerConfigReport) id() string {
-	return fmt.Sprintf("%d|%s|%s|%s", r.ObservedGeneration, strings.Join(r.Errors, "\n"), r.SyncerVersion, strings.Join(r.Formats, ","))
+	return fmt.Sprintf("%d|%s|%s|%s|%s", r.ObservedGeneration, strings.Join(r.Errors, "\n"), r.SyncerVersion, strings.Join(r.Formats, ","), r.PublicKey)
 }
 
 // writeReport writes the SyncerConfig's status: the generation acted on, the errors met (at most
-// maxReportedErrors), the syncer's version and the assemblage formats it reads, when that
+// maxReportedErrors), the syncer's version, the assemblage formats it reads and its public key, when that
 // changed; nothing when the status already says it. Server-side apply by the syncer's field
 // manager also withdraws what syncers before assemblages wrote there (status.applied).
 func (s *Syncer) writeReport(ctx context.Context, _ string) (time.Duration, error) {
@@ -162,6 +164,9 @@ func (s *Syncer) writeReport(ctx context.Context, _ string) (time.Duration, erro
 		SyncerVersion:      Version,
 		Formats:            slices.Clone(transport.Formats),
 	}
+	if s.key != nil {
+		report.PublicKey, report.KeyID = transport.EncodePublicKey(s.key.Public), transport.KeyID(s.key.Public)
+	}
 	last := s.lastReport
 	s.mu.Unlock()
 	id := report.id()
@@ -181,7 +186,7 @@ func (s *Syncer) writeReport(ctx context.Context, _ string) (time.Duration, erro
 	s.lastReportAt = time.Now()
 	s.mu.Unlock()
 	klog.FromContext(ctx).V(1).Info("reported in the SyncerConfig's status", "generation", report.ObservedGeneration,
-		"errors", len(report.Errors), "syncerVersion", report.SyncerVersion, "formats", report.Formats)
+		"errors", len(report.Errors), "syncerVersion", report.SyncerVersion, "formats", report.Formats, "keyID", report.KeyID)
 	return 0, nil
 }
 
@@ -190,7 +195,8 @@ func (s *Syncer) writeReport(ctx context.Context, _ string) (time.Duration, erro
 func reportedAlready(cfg *edgev1alpha1.SyncerConfig, report syncerConfigReport) bool {
 	st := cfg.Status
 	return st.ObservedGeneration == report.ObservedGeneration && slices.Equal(st.Errors, report.Errors) &&
-		st.SyncerVersion == report.SyncerVersion && slices.Equal(st.Formats, report.Formats) && len(st.Applied) == 0
+		st.SyncerVersion == report.SyncerVersion && slices.Equal(st.Formats, report.Formats) && len(st.Applied) == 0 &&
+		st.PublicKey == report.PublicKey && st.KeyID == report.KeyID
 }
 
 // reportCoalesce is the least time between two writes of the SyncerConfig's status.

@@ -23,8 +23,12 @@
 //     originals;
 //   - heartbeat: it renews a Lease in the mailbox at the interval the SyncerConfig sets for the
 //     fleet, from which the mailbox controller reports SyncerReady on the SyncTarget;
-//   - SyncerConfig status: the generation acted on, errors, the syncer's version and the
-//     assemblage formats it reads.
+//   - SyncerConfig status: the generation acted on, errors, the syncer's version, the
+//     assemblage formats it reads, and the public key for which the center seals Secrets and
+//     objects annotated edge.kcp.io/sealed: "true" (key.go);
+//   - sealed objects: the key pair is made at the edge and kept in a Secret there (its private
+//     half never leaves the edge cluster); a sealed entry is opened before it is applied, and
+//     one that does not open is Failed with the reason, its last good version left as it is.
 //
 // With the center unreachable the syncer changes nothing at the edge: its caches keep the last
 // state of the mailbox, it deletes only after the center confirmed, and its watches and writes
@@ -117,6 +121,9 @@ type Config struct {
 	HeartbeatLease, HeartbeatNamespace string
 	// StatusBudget bounds the size of an assemblage's status (default StatusBudget).
 	StatusBudget int
+	// KeyNamespace is the edge cluster's namespace that holds the syncer's key pair for sealed
+	// objects (default transport.DefaultEdgeSyncerNamespace); the syncer creates it if missing.
+	KeyNamespace string
 }
 
 // Syncer syncs one mailbox with one edge cluster. Build it with New, run it with Run.
@@ -171,6 +178,8 @@ type Syncer struct {
 	heartbeatOK bool
 	// lastLease is the heartbeat Lease as last written (used by the heartbeat goroutine only).
 	lastLease *coordinationv1.Lease
+	// key is the syncer's key pair for sealed objects, nil until loaded.
+	key *transport.KeyPair
 }
 
 // informerRun is an informer with the means to stop it.
@@ -211,6 +220,9 @@ func New(cfg Config) (*Syncer, error) {
 	}
 	if cfg.Identity == "" {
 		cfg.Identity = cfg.SyncTargetName
+	}
+	if cfg.KeyNamespace == "" {
+		cfg.KeyNamespace = transport.DefaultEdgeSyncerNamespace
 	}
 	mailboxCfg := rest.CopyConfig(cfg.Mailbox)
 	edgeCfg := rest.CopyConfig(cfg.Edge)
@@ -302,6 +314,11 @@ func (s *Syncer) Run(ctx context.Context) error {
 	logger.Info("waiting for the mailbox's assemblages and SyncerConfig")
 	if !cache.WaitForCacheSync(ctx.Done(), s.config.HasSynced, s.assemblages.HasSynced, s.parts.HasSynced) {
 		return ctx.Err()
+	}
+	// The key comes before the first report, which publishes its public half, and before any
+	// assemblage is opened.
+	if err := s.loadKeyUntilDone(ctx); err != nil {
+		return err
 	}
 	go s.watchConfig(ctx)
 	go wait.UntilWithContext(ctx, func(ctx context.Context) { runQueue(ctx, s.reportQueue, s.writeReport) }, time.Second)

@@ -32,6 +32,23 @@ import (
 // AnnotationSealed, set to "true" on a workload object, makes it travel sealed like a Secret.
 const AnnotationSealed = "edge.kcp.io/sealed"
 
+// The syncer's key pair at the edge: a Secret in the namespace the syncer runs in there.
+const (
+	// DefaultEdgeSyncerNamespace is the edge cluster's namespace the syncer runs in, unless
+	// kubectl edge prep-for-syncer is told another.
+	DefaultEdgeSyncerNamespace = "edge-syncer"
+	// KeySecretPrivateKey is the data key of the private key in the key Secret.
+	KeySecretPrivateKey = "private-key"
+	// LabelKeyOf labels the key Secret with the name of its SyncTarget.
+	LabelKeyOf = "edge.kcp.io/key-of"
+)
+
+// KeySecretName is the name of the Secret holding the key pair of the syncer of the SyncTarget
+// with the given UID: syncers of several SyncTargets may share a namespace.
+func KeySecretName(syncTargetUID string) string {
+	return "edge-syncer-key-" + syncTargetUID
+}
+
 // SealSchemeV1 is the only sealing scheme: a nacl/box anonymous sealed box of the JSON of a
 // sealedContent.
 const SealSchemeV1 = "nacl-box-seal-v1"

@@ -117,6 +117,18 @@ type SyncerConfigStatus struct {
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=16
 	Formats []string `json:"formats,omitempty"`
+	// publicKey is the public half of the syncer's key pair (X25519, standard base64), made at
+	// the edge: the placement translator seals Secrets, and objects annotated
+	// edge.kcp.io/sealed: "true", for it. Empty: a syncer that opens nothing sealed, to which no
+	// such object is delivered.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	PublicKey string `json:"publicKey,omitempty"`
+	// keyID names publicKey: the first 16 hex digits of its SHA-256. A sealed object names the
+	// key it is sealed for.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	KeyID string `json:"keyID,omitempty"`
 }
 
 // CopyKey names an object in a mailbox, in SyncerConfig status.applied and in placement
