@@ -92,12 +92,21 @@ func (c *Controller) reconcileMailbox(ctx context.Context, name string) (time.Du
 		res.pending = true
 		return time.Second, nil
 	}
-	plans := c.planAssemblages(ctx, mb, d, current)
+	dests := c.destinationsOf(name)
+	state := c.mailboxState(name)
+	seal := newSealer(destinationKeyOf(c.view.syncerConfigOf(mbc)), state.sealed, func(pk placementKey) string {
+		if dest, ok := dests[pk]; ok {
+			return dest.Cluster + ":" + dest.SyncTargetName
+		}
+		return ""
+	})
+	plans := c.planAssemblages(ctx, mb, d, current, seal)
+	state.sealed = seal.keep(d.copies)
+	res.problems = append(res.problems, seal.problems()...)
 	placed := map[placementKey]bool{}
 	for _, pk := range d.placements {
 		placed[pk] = true
 	}
-	dests := c.destinationsOf(name)
 	var failed []error
 	for _, p := range plans {
 		res.problems = append(res.problems, p.problems...)
@@ -207,7 +216,11 @@ type assemblagePlan struct {
 // planAssemblages works out each placement's assemblage. An object selected by several
 // placements of its workspace travels in the assemblage of the first of them by name; the others
 // list it as shared.
-func (c *Controller) planAssemblages(ctx context.Context, mb logicalcluster.Path, d *desiredState, current map[string]*edgev1alpha1.Assemblage) []*assemblagePlan {
+//
+// Secrets and objects annotated edge.kcp.io/sealed: "true" travel sealed for the destination's
+// key (seal); without a key they are not delivered, and the last version the assemblage carried
+// stays, as for an object that fails to customise.
+func (c *Controller) planAssemblages(ctx context.Context, mb logicalcluster.Path, d *desiredState, current map[string]*edgev1alpha1.Assemblage, seal *sealer) []*assemblagePlan {
 	held := heldObjects(current)
 	var plans []*assemblagePlan
 	for _, pk := range d.placements {
@@ -232,6 +245,14 @@ func (c *Controller) planAssemblages(ctx context.Context, mb logicalcluster.Path
 				Namespaced: dc.resource.namespaced, Object: dc.obj.Object}
 			if err := transport.CheckSize(&e); err != nil {
 				p.problems = append(p.problems, problem{pk, problemTooLarge, err.Error()})
+				d.keep[key] = true
+				continue
+			}
+			e, ok, err := seal.seal(pk, e)
+			if err != nil || !ok {
+				if err != nil {
+					p.problems = append(p.problems, problem{pk, problemNotSealed, err.Error()})
+				}
 				d.keep[key] = true
 				continue
 			}

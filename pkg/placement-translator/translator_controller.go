@@ -371,6 +371,8 @@ type mailboxState struct {
 	// upsyncGranted is what the ClusterRole transport.UpsyncClusterRole grants, as
 	// upsyncGrantKey gives it; "" while unknown (before the translator wrote it).
 	upsyncGranted string
+	// sealed are the objects as last sealed for the mailbox's destination (sealing.go).
+	sealed map[string]sealedMemo
 }
 
 func (c *Controller) mailboxState(name string) *mailboxState {

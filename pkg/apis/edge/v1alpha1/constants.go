@@ -34,6 +34,11 @@ const (
 	// condition quotes: an object the placement selects is too large to travel even alone in an
 	// assemblage; it is left out, everything else is delivered.
 	PlacementTooLarge = "ObjectTooLarge"
+	// PlacementSecretsNotSealed is not a condition type but the reason of a problem that the
+	// Projected condition quotes: a destination's syncer has published no key, so the
+	// placement's Secrets and objects annotated edge.kcp.io/sealed: "true" are not delivered
+	// there (never in the clear); what the destination has of them stays.
+	PlacementSecretsNotSealed = "SecretsNotSealed"
 
 	// PlacementProgressing: a rollout is under way: some destinations wait for their newest version
 	// or have it in flight.
