@@ -687,7 +687,13 @@ func (r *paramReader) delivered(ctx context.Context, dest edgev1alpha1.SinglePla
 	out := map[string]string{}
 	for i := range doc.Objects {
 		e := &doc.Objects[i]
-		text, err := yaml.Marshal(e.Object)
+		obj := e.Object
+		if e.Sealed != nil || transport.NeedsSealing(e.Group, e.Resource, e.Object) {
+			// Sealed (or, from before sealing, due to be): only what travels in the clear is
+			// compared.
+			obj = transport.ClearView(obj)
+		}
+		text, err := yaml.Marshal(obj)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -734,7 +740,12 @@ func project(ctx context.Context, s *workspaceState, p *edgev1alpha1.EdgePlaceme
 			out[key.String()] = "# " + cerr.Reason + ": " + cerr.Message + "\n"
 			continue
 		}
-		text, err := yaml.Marshal(copied.Object)
+		obj := copied.Object
+		if transport.NeedsSealing(key.Group, key.Resource, obj) {
+			// It travels sealed: its content is compared by nobody but the edge.
+			obj = transport.ClearView(obj)
+		}
+		text, err := yaml.Marshal(obj)
 		if err != nil {
 			return nil, err
 		}

@@ -138,7 +138,10 @@ func (s *Syncer) planOf(a *edgev1alpha1.Assemblage, st *assemblageState) (*plan,
 	if err != nil {
 		return nil, err
 	}
-	return newPlan(a.Name, a.Spec.Version, doc, a.Spec.Shared, s.marks), nil
+	unopened := openSealed(doc, s.keyPair())
+	p := newPlan(a.Name, a.Spec.Version, doc, a.Spec.Shared, s.marks)
+	p.refuse(unopened)
+	return p, nil
 }
 
 // sameShared says whether p was made with the shared objects given.

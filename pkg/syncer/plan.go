@@ -118,7 +118,10 @@ func newPlan(asm, version string, doc *transport.Document, shared []edgev1alpha1
 		}
 		d := &desired{key: key, stage: stageRest}
 		obj, ref, err := edgeForm(e, asm, marks)
-		if err != nil {
+		if e.Sealed != nil {
+			// Never applied without its sealed content (openSealed opens what it can first).
+			d.invalid = "it is sealed, and was not opened"
+		} else if err != nil {
 			d.invalid = err.Error()
 		} else {
 			unversioned := ref
@@ -139,6 +142,37 @@ func newPlan(asm, version string, doc *transport.Document, shared []edgev1alpha1
 		p.objects = append(p.objects, s...)
 	}
 	return p
+}
+
+// openSealed opens the sealed entries of doc in place with the syncer's key pair, and returns
+// why each of those that do not open does not (they stay sealed, and are not applied).
+func openSealed(doc *transport.Document, kp *transport.KeyPair) map[transport.Key]string {
+	var unopened map[transport.Key]string
+	for i := range doc.Objects {
+		if doc.Objects[i].Sealed == nil {
+			continue
+		}
+		opened, err := transport.Open(doc.Objects[i], kp)
+		if err != nil {
+			if unopened == nil {
+				unopened = map[transport.Key]string{}
+			}
+			unopened[doc.Objects[i].Key()] = err.Error()
+			continue
+		}
+		doc.Objects[i] = opened
+	}
+	return unopened
+}
+
+// refuse marks the objects of reasons invalid, for those reasons: they are not applied, and
+// what the edge has of them stays as it is.
+func (p *plan) refuse(reasons map[transport.Key]string) {
+	for key, why := range reasons {
+		if d := p.byKey[key]; d != nil {
+			d.invalid, d.obj = why, nil
+		}
+	}
 }
 
 // inStage returns the plan's objects of one stage, in order.

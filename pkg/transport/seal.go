@@ -243,6 +243,13 @@ func mergeSealed(visible, hidden map[string]any) (map[string]any, error) {
 	return out, nil
 }
 
+// ClearView is what anyone but the destination's syncer may see of an object that travels
+// sealed: the fields Seal leaves in the clear. kubectl edge diff compares sealed objects by it.
+func ClearView(obj map[string]any) map[string]any {
+	visible, _ := splitSealed(obj)
+	return visible
+}
+
 // Seal returns the entry with its object's content sealed for the recipient's public key: the
 // object keeps apiVersion, kind, and metadata name, namespace, labels and annotations; the rest
 // is in e.Sealed. It does not change e.

@@ -307,3 +307,18 @@ func FuzzOpenContent(f *testing.F) {
 		}
 	})
 }
+
+// TestClearView: what kubectl edge diff compares of a sealed object is what Seal leaves in the
+// clear, whether read from the workspace or from a sealed entry.
+func TestClearView(t *testing.T) {
+	kp := mustKeyPair(t)
+	e := secretEntry()
+	sealed, err := Seal(e, kp.Public)
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := ClearView(e.Object)
+	if leaks(t, view) || !jsonEqual(t, view, sealed.Object) || !jsonEqual(t, ClearView(sealed.Object), sealed.Object) {
+		t.Errorf("ClearView = %v, sealed entry's object %v", view, sealed.Object)
+	}
+}
