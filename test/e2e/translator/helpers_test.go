@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
@@ -139,10 +140,60 @@ func copies(t *testing.T, mb logicalcluster.Path) ([]string, map[string]*unstruc
 			}
 			names = append(names, id)
 			objs[id] = &unstructured.Unstructured{Object: e.Object}
+			if e.Sealed != nil {
+				objs[id].Object[sealedFor] = e.Sealed.KeyID
+			}
 		}
 	}
 	sort.Strings(names)
 	return names, objs
+}
+
+// sealedFor is the field that copies adds to a sealed object's clear part: the id of the key it
+// is sealed for.
+const sealedFor = "(sealed for)"
+
+// publishKey does what a destination's syncer does when it starts: it publishes a public key in
+// its mailbox's SyncerConfig status. It returns the key pair.
+func (f *fleet) publishKey(t *testing.T, dest string) *transport.KeyPair {
+	t.Helper()
+	kp, err := transport.NewKeyPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb := f.mailbox(t, dest)
+	patch := fmt.Sprintf(`{"status":{"publicKey":%q,"keyID":%q}}`, transport.EncodePublicKey(kp.Public), transport.KeyID(kp.Public))
+	framework.Eventually(t, converge, func() (bool, string) {
+		_, err := framework.KCP(t).DynamicClient(t, mb).Resource(syncerConfigs).Patch(framework.Context(t, 10*time.Second),
+			edgev1alpha1.SyncerConfigName, types.MergePatchType, []byte(patch), metav1.PatchOptions{}, "status")
+		if err != nil {
+			return false, "publishing a key in the SyncerConfig of " + dest + ": " + err.Error()
+		}
+		return true, ""
+	})
+	return kp
+}
+
+// documentsHold says whether the decoded documents of a mailbox's assemblages hold any of the
+// strings.
+func documentsHold(t *testing.T, mb logicalcluster.Path, values ...string) bool {
+	t.Helper()
+	for _, a := range assemblages(t, mb) {
+		doc, err := transport.DecodeAssemblage(a.assemblage, a.parts)
+		if err != nil {
+			continue
+		}
+		raw, err := json.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range values {
+			if strings.Contains(string(raw), v) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // mailboxAssemblage is an assemblage of a mailbox with its parts.

@@ -1,6 +1,7 @@
 package translator
 
 import (
+	"encoding/base64"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/transport"
 	"github.com/kcp-dev/edge-mc/test/framework"
 )
 
@@ -120,11 +122,33 @@ func TestProjection(t *testing.T) {
 	f.apply(t, f.wmwA, workload)
 	f.apply(t, f.wmwA, placement("app", "east, west", true))
 
+	// No syncer has published a key yet: the Secret goes nowhere, never in the clear, and the
+	// placement says so; everything else goes.
+	f.condition(t, f.wmwA, "app", "Projected", metav1.ConditionFalse, edgev1alpha1.PlacementSecretsNotSealed, "secrets/app/creds", "published no key")
+	withoutSecret := slices.DeleteFunc(slices.Clone(everything), func(s string) bool { return s == "secrets/app/creds" })
+	f.expectEverywhere(t, "no key, no Secret", func(_, _ string, names []string, _ map[string]*unstructured.Unstructured) string {
+		if !slices.Equal(names, withoutSecret) {
+			return "not exactly the selected objects but the Secret"
+		}
+		return ""
+	})
+	keys := map[string]*transport.KeyPair{}
+	for _, dest := range f.sortedDestinations() {
+		keys[dest] = f.publishKey(t, dest)
+	}
+
 	// Every destination gets every selected object, customised for its region, and nothing
-	// else: no system object, no unselected ClusterRole.
+	// else: no system object, no unselected ClusterRole. The Secret is sealed for the
+	// destination's key: its value is in no mailbox.
 	f.expectEverywhere(t, "first projection", func(dest, region string, names []string, objs map[string]*unstructured.Unstructured) string {
 		if !slices.Equal(names, everything) {
 			return "not exactly the selected objects"
+		}
+		if got := field(objs, "secrets/app/creds", sealedFor); got != transport.KeyID(keys[dest].Public) {
+			return "the Secret is sealed for " + got + ", not for the destination's key"
+		}
+		if field(objs, "secrets/app/creds", "stringData") != "<none>" || field(objs, "secrets/app/creds", "data") != "<none>" {
+			return "the Secret's data travels in the clear"
 		}
 		if got := field(objs, "configmaps/app/settings", "data", "region"); got != region {
 			return "settings region is " + got
@@ -148,6 +172,11 @@ func TestProjection(t *testing.T) {
 		return ""
 	})
 	f.condition(t, f.wmwA, "app", "Projected", metav1.ConditionTrue, "all 4 destinations")
+	for _, dest := range f.sortedDestinations() {
+		if documentsHold(t, f.mailbox(t, dest), "s3cret", base64.StdEncoding.EncodeToString([]byte("s3cret"))) {
+			t.Errorf("an assemblage in the mailbox of %s holds the Secret's value", dest)
+		}
+	}
 
 	// One assemblage per placement and destination, and a SyncerConfig that tells the syncer the
 	// fleet's heartbeat interval and no per-object scope.
