@@ -61,9 +61,9 @@ spec:
 // TestDriftReported edits placed objects by hand at a logical-cluster edge and follows the drift
 // to the user: the edited ConfigMap is repaired and shows, within seconds, in kubectl edge
 // status (DRIFTED) and in kubectl edge status --target with its field path; an edited
-// create-only ConfigMap is reported and left as edited; an edited Secret is repaired and reported
-// by path alone: the value set at the edge is nowhere in the mailbox, and neither value is in
-// the assemblage's status.
+// create-only ConfigMap is reported and left as edited; an edited (sealed) Secret is repaired and
+// reported by path alone: neither the placed value nor the one set at the edge is in the
+// mailbox's assemblages or their status.
 func TestDriftReported(t *testing.T) {
 	t.Parallel()
 	made := framework.StartLogicalPClusters(t, "edge-drift")
@@ -145,16 +145,16 @@ func TestDriftReported(t *testing.T) {
 			t.Errorf("drift entry %+v, want %+v at version %s", e, w, a.Spec.Version)
 		}
 	}
-	// The value edited at the edge is nowhere in the mailbox, and neither value in any status.
-	// (The placed value travels in spec.data, compressed: sealing Secrets is another matter.)
+	// Neither value is anywhere in the mailbox: the placed one travels sealed for the syncer's
+	// key (TestSealedSecret checks the decoded assemblage), the edited one not at all.
 	yaml := f.Kubectl(t, f.Mailbox(t, "edge-drift"), "get", "assemblages", "-o", "yaml").Stdout
 	status, err := json.Marshal(a.Status)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, secret := range []string{edgeSecret, base64.StdEncoding.EncodeToString([]byte(edgeSecret))} {
+	for _, secret := range []string{edgeSecret, base64.StdEncoding.EncodeToString([]byte(edgeSecret)), placedSecret, base64.StdEncoding.EncodeToString([]byte(placedSecret))} {
 		if strings.Contains(yaml, secret) {
-			t.Errorf("the mailbox's assemblages hold the value %q set at the edge", secret)
+			t.Errorf("the mailbox's assemblages hold the Secret's value %q", secret)
 		}
 	}
 	for _, secret := range []string{edgeSecret, base64.StdEncoding.EncodeToString([]byte(edgeSecret)), placedSecret, base64.StdEncoding.EncodeToString([]byte(placedSecret))} {

@@ -1,0 +1,126 @@
+package summarizer
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kcp-dev/logicalcluster/v3"
+
+	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/transport"
+	"github.com/kcp-dev/edge-mc/test/framework"
+)
+
+const sealedValue = "only-the-edge-reads-this-7f3a"
+
+const sealedWorkload = `apiVersion: v1
+kind: Namespace
+metadata: {name: vault}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: creds, namespace: vault}
+stringData: {password: ` + sealedValue + `}
+---
+apiVersion: edge.kcp.io/v1alpha1
+kind: EdgePlacement
+metadata: {name: vault}
+spec:
+  locationSelectors: [{matchLabels: {region: vault}}]
+  downsync: [{namespaces: [vault]}]
+`
+
+// TestSealedSecret places a Secret on a logical-cluster edge with a real syncer: the syncer
+// publishes its key in the SyncerConfig's status, the Secret arrives at the edge with its value,
+// and the mailbox holds it sealed for that key only: neither the value nor its base64 form is in
+// any assemblage or part, as kubectl shows them or decoded. A restarted syncer keeps its key:
+// nothing is sealed again and nothing at the edge is rewritten.
+func TestSealedSecret(t *testing.T) {
+	t.Parallel()
+	made := framework.StartLogicalPClusters(t, "edge-vault")
+	f := framework.NewFleet(t, map[string]string{"edge-vault": "vault"})
+	p := made()["edge-vault"]
+	syncer := framework.StartSyncer(t, f.ESPW, f.IMW, "edge-vault", p)
+	edge := p.DynamicClient(t)
+	f.Apply(t, f.WMW, sealedWorkload)
+	encoded := base64.StdEncoding.EncodeToString([]byte(sealedValue))
+	framework.EventuallyObject(t, "the Secret at the edge", edge, secrets, "vault", "creds", framework.FieldIs(encoded, "data", "password"))
+
+	mbPath := f.Mailbox(t, "edge-vault")
+	mailbox := framework.KCP(t).DynamicClient(t, mbPath)
+	cfg := &edgev1alpha1.SyncerConfig{}
+	u, err := mailbox.Resource(edgev1alpha1.SchemeGroupVersion.WithResource("syncerconfigs")).Get(framework.Context(t, 10*time.Second), edgev1alpha1.SyncerConfigName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, cfg); err != nil {
+		t.Fatal(err)
+	}
+	keyID := cfg.Status.KeyID
+	if pub, err := transport.ParsePublicKey(cfg.Status.PublicKey); err != nil || transport.KeyID(pub) != keyID {
+		t.Fatalf("the SyncerConfig's status publishes key %q with id %q: %v", cfg.Status.PublicKey, keyID, err)
+	}
+
+	wmwCluster := logicalcluster.From(framework.GetObject(t, framework.KCP(t).DynamicClient(t, f.WMW), placements, "", "vault")).String()
+	asmName := transport.AssemblageName(wmwCluster, "vault")
+	a := framework.GetAssemblage(t, mailbox, asmName)
+	list, err := mailbox.Resource(edgev1alpha1.SchemeGroupVersion.WithResource("assemblageparts")).List(framework.Context(t, 10*time.Second), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := transport.DecodeAssemblage(a, transport.PartsOf(list.Items))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sealedEntry *transport.Entry
+	for i := range doc.Objects {
+		if doc.Objects[i].Key().String() == "secrets/vault/creds" {
+			sealedEntry = &doc.Objects[i]
+		}
+	}
+	if sealedEntry == nil || sealedEntry.Sealed == nil || sealedEntry.Sealed.KeyID != keyID {
+		t.Fatalf("the Secret's entry is not sealed for the syncer's key %s: %+v", keyID, sealedEntry)
+	}
+	raw, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	yaml := f.Kubectl(t, mbPath, "get", "assemblages,assemblageparts", "-o", "yaml").Stdout
+	for _, v := range []string{sealedValue, encoded} {
+		if strings.Contains(string(raw), v) {
+			t.Errorf("the decoded assemblage holds %q", v)
+		}
+		if strings.Contains(yaml, v) {
+			t.Errorf("kubectl get assemblages,assemblageparts -o yaml in the mailbox shows %q", v)
+		}
+	}
+
+	// A restarted syncer keeps its key: the same version stays, the edge object untouched.
+	before := framework.GetObject(t, edge, secrets, "vault", "creds")
+	syncer.Kill()
+	syncer.Restart()
+	syncer.WaitReady(t, framework.Converge)
+	time.Sleep(3 * time.Second) // a key published anew would have been sealed for by now
+	u, err = mailbox.Resource(edgev1alpha1.SchemeGroupVersion.WithResource("syncerconfigs")).Get(framework.Context(t, 10*time.Second), edgev1alpha1.SyncerConfigName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ := unstructured.NestedString(u.Object, "status", "keyID"); got != keyID {
+		t.Errorf("after a restart the syncer publishes key %s, not its key %s", got, keyID)
+	}
+	if after := framework.GetAssemblage(t, mailbox, asmName); after.Spec.Version != a.Spec.Version {
+		t.Errorf("the assemblage went from version %s to %s across the syncer's restart", a.Spec.Version, after.Spec.Version)
+	}
+	after := framework.GetObject(t, edge, secrets, "vault", "creds")
+	if after.GetUID() != before.GetUID() || after.GetResourceVersion() != before.GetResourceVersion() {
+		t.Errorf("the Secret at the edge was rewritten across the restart: uid %s rv %s, now uid %s rv %s",
+			before.GetUID(), before.GetResourceVersion(), after.GetUID(), after.GetResourceVersion())
+	}
+}
