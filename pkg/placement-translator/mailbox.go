@@ -94,7 +94,7 @@ func (c *Controller) reconcileMailbox(ctx context.Context, name string) (time.Du
 	}
 	dests := c.destinationsOf(name)
 	state := c.mailboxState(name)
-	seal := newSealer(destinationKeyOf(c.view.syncerConfigOf(mbc)), state.sealed, func(pk placementKey) string {
+	seal := newSealer(destinationKeyOf(c.view.syncerConfigOf(mbc)), c.cfg.SealingSecret, state.sealed, func(pk placementKey) string {
 		if dest, ok := dests[pk]; ok {
 			return dest.Cluster + ":" + dest.SyncTargetName
 		}

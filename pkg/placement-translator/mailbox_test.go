@@ -39,7 +39,7 @@ func TestPlanAssemblagesSharesObjects(t *testing.T) {
 	if !ok {
 		t.Fatal("computeDesired() not ok")
 	}
-	plans := w.c.planAssemblages(context.Background(), logicalcluster.Path{}, d, nil, newSealer(destinationKey{}, nil, nil))
+	plans := w.c.planAssemblages(context.Background(), logicalcluster.Path{}, d, nil, newSealer(destinationKey{}, nil, nil, nil))
 	byName := map[string]*assemblagePlan{}
 	for _, p := range plans {
 		byName[p.name] = p

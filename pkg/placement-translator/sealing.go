@@ -52,8 +52,10 @@ type sealedMemo struct {
 
 // sealer seals the entries of one mailbox's assemblages in one pass, for the destination's key.
 type sealer struct {
-	key  destinationKey
-	memo map[string]sealedMemo
+	key destinationKey
+	// secret, when set, makes sealing deterministic (transport.SealWithSecret).
+	secret []byte
+	memo   map[string]sealedMemo
 	// used are the objects sealed or recalled in this pass.
 	used map[string]bool
 	// withheld are the objects not delivered for want of a key, by placement.
@@ -62,14 +64,14 @@ type sealer struct {
 	destination func(placementKey) string
 }
 
-func newSealer(key destinationKey, memo map[string]sealedMemo, destination func(placementKey) string) *sealer {
+func newSealer(key destinationKey, secret []byte, memo map[string]sealedMemo, destination func(placementKey) string) *sealer {
 	if memo == nil {
 		memo = map[string]sealedMemo{}
 	}
 	if destination == nil {
 		destination = func(placementKey) string { return "" }
 	}
-	return &sealer{key: key, memo: memo, used: map[string]bool{}, withheld: map[placementKey][]string{}, destination: destination}
+	return &sealer{key: key, secret: secret, memo: memo, used: map[string]bool{}, withheld: map[placementKey][]string{}, destination: destination}
 }
 
 // seal returns the entry as it travels: unchanged if it needs no sealing, else sealed for the
@@ -92,7 +94,12 @@ func (s *sealer) seal(pk placementKey, e transport.Entry) (out transport.Entry, 
 	if m, ok := s.memo[key]; ok && m.keyID == s.key.id && m.clear == sum {
 		return m.sealed, true, nil
 	}
-	sealed, err := transport.Seal(e, s.key.public)
+	var sealed transport.Entry
+	if s.secret != nil {
+		sealed, err = transport.SealWithSecret(e, s.key.public, s.secret)
+	} else {
+		sealed, err = transport.Seal(e, s.key.public)
+	}
 	if err != nil {
 		return transport.Entry{}, false, err
 	}

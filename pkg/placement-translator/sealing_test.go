@@ -56,7 +56,7 @@ func sealedConfigMap(value string) transport.Entry {
 func TestSealerSealsOnceUntilAChange(t *testing.T) {
 	kp, cfg := publishedKey(t)
 	pk := placementKey{cluster: "ws1", name: "p1"}
-	s := newSealer(destinationKeyOf(cfg), nil, nil)
+	s := newSealer(destinationKeyOf(cfg), nil, nil, nil)
 	first, ok, err := s.seal(pk, sealedConfigMap(sealedValue))
 	if err != nil || !ok || first.Sealed == nil {
 		t.Fatalf("seal: %v %v %+v", ok, err, first)
@@ -70,7 +70,7 @@ func TestSealerSealsOnceUntilAChange(t *testing.T) {
 	}
 	desired := map[copyKey]*desiredCopy{ck(configMapsGVR, "app", "c"): {}}
 
-	next := newSealer(destinationKeyOf(cfg), s.keep(desired), nil)
+	next := newSealer(destinationKeyOf(cfg), nil, s.keep(desired), nil)
 	again, _, _ := next.seal(pk, sealedConfigMap(sealedValue))
 	if !bytes.Equal(again.Sealed.Box, first.Sealed.Box) {
 		t.Errorf("an unchanged object was sealed anew")
@@ -81,7 +81,7 @@ func TestSealerSealsOnceUntilAChange(t *testing.T) {
 	}
 
 	_, cfg2 := publishedKey(t)
-	rotated := newSealer(destinationKeyOf(cfg2), next.keep(desired), nil)
+	rotated := newSealer(destinationKeyOf(cfg2), nil, next.keep(desired), nil)
 	newKey, _, _ := rotated.seal(pk, sealedConfigMap("another value"))
 	if newKey.Sealed.KeyID != cfg2.Status.KeyID {
 		t.Errorf("sealed for %s after the key became %s", newKey.Sealed.KeyID, cfg2.Status.KeyID)
@@ -89,7 +89,7 @@ func TestSealerSealsOnceUntilAChange(t *testing.T) {
 	if memo := rotated.keep(map[copyKey]*desiredCopy{}); len(memo) != 1 {
 		t.Errorf("the memo of an object sealed in this pass was dropped: %v", memo)
 	}
-	if memo := newSealer(destinationKeyOf(cfg2), rotated.memo, nil).keep(map[copyKey]*desiredCopy{}); len(memo) != 0 {
+	if memo := newSealer(destinationKeyOf(cfg2), nil, rotated.memo, nil).keep(map[copyKey]*desiredCopy{}); len(memo) != 0 {
 		t.Errorf("the memo of an object no longer desired was kept: %v", memo)
 	}
 
@@ -103,7 +103,7 @@ func TestSealerSealsOnceUntilAChange(t *testing.T) {
 // problem names the destination and the objects, never their content.
 func TestSealerWithoutKey(t *testing.T) {
 	pk := placementKey{cluster: "ws1", name: "p1"}
-	s := newSealer(destinationKeyOf(nil), nil, func(placementKey) string { return "root:imw:edge-1" })
+	s := newSealer(destinationKeyOf(nil), nil, nil, func(placementKey) string { return "root:imw:edge-1" })
 	if _, ok, err := s.seal(pk, sealedConfigMap(sealedValue)); ok || err != nil {
 		t.Fatalf("sealed without a key: %v %v", ok, err)
 	}
@@ -152,7 +152,7 @@ func TestPlanAssemblagesSeals(t *testing.T) {
 			if !ok {
 				t.Fatal("computeDesired() not ok")
 			}
-			s := newSealer(destinationKeyOf(tc.cfg), nil, nil)
+			s := newSealer(destinationKeyOf(tc.cfg), nil, nil, nil)
 			plans := w.c.planAssemblages(context.Background(), logicalcluster.Path{}, d, nil, s)
 			if len(plans) != 1 || plans[0].hold {
 				t.Fatalf("plans %+v", plans)
@@ -193,4 +193,23 @@ func TestPlanAssemblagesSeals(t *testing.T) {
 func jsonOf(v any) (string, error) {
 	b, err := json.Marshal(v)
 	return string(b), err
+}
+
+// TestSealerWithSecretSurvivesARestart: with the center's sealing secret, a sealer that
+// remembers nothing (a restarted translator) seals an unchanged object into the same bytes.
+func TestSealerWithSecretSurvivesARestart(t *testing.T) {
+	_, cfg := publishedKey(t)
+	pk := placementKey{cluster: "ws1", name: "p1"}
+	secret := bytes.Repeat([]byte{5}, transport.SealingSecretBytes)
+	before, _, err := newSealer(destinationKeyOf(cfg), secret, nil, nil).seal(pk, sealedConfigMap(sealedValue))
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, _, err := newSealer(destinationKeyOf(cfg), secret, nil, nil).seal(pk, sealedConfigMap(sealedValue))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before.Sealed.Box, after.Sealed.Box) {
+		t.Errorf("an unchanged object was sealed into other bytes after a restart")
+	}
 }

@@ -111,6 +111,10 @@ type Config struct {
 	// Assemblages is the shared cache of the assemblages of every mailbox
 	// (centerview.NewAssemblages), which the status summarizer reads too; nil makes one.
 	Assemblages centerview.SharedInformer
+	// SealingSecret, when set, makes sealing deterministic (transport.SealWithSecret), so that
+	// after a restart unchanged sealed objects make no new assemblage versions; nil seals with
+	// fresh randomness, remembered in memory until the process ends.
+	SealingSecret []byte
 }
 
 // Controller is the placement translator. Create it with NewController and run it with Start.

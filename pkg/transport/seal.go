@@ -26,6 +26,7 @@ import (
 	"slices"
 
 	"golang.org/x/crypto/curve25519"
+	"golang.org/x/crypto/hkdf"
 	"golang.org/x/crypto/nacl/box"
 )
 
@@ -252,12 +253,32 @@ func ClearView(obj map[string]any) map[string]any {
 
 // Seal returns the entry with its object's content sealed for the recipient's public key: the
 // object keeps apiVersion, kind, and metadata name, namespace, labels and annotations; the rest
-// is in e.Sealed. It does not change e.
+// is in e.Sealed. Each call makes other bytes (a fresh ephemeral key). It does not change e.
 func Seal(e Entry, recipient [KeySize]byte) (Entry, error) {
-	return sealWith(e, recipient, rand.Reader)
+	return sealWith(e, recipient, func([]byte) io.Reader { return rand.Reader })
 }
 
-func sealWith(e Entry, recipient [KeySize]byte, random io.Reader) (Entry, error) {
+// SealingSecretBytes is the size of the center's sealing secret (SealWithSecret).
+const SealingSecretBytes = 32
+
+// SealWithSecret is Seal made deterministic by a secret only the center holds: the box's
+// ephemeral key is derived (HKDF-SHA256) from the secret, the recipient's key and the content, so
+// that the same content sealed for the same key is the same bytes, after a restart too, and
+// sealing an unchanged object again does not make a new version of its assemblage. Equal boxes
+// tell a mailbox reader only that the content did not change; without the secret they confirm
+// no guess of it. Other content gives another ephemeral key, so no key seals two messages.
+func SealWithSecret(e Entry, recipient [KeySize]byte, secret []byte) (Entry, error) {
+	if len(secret) < SealingSecretBytes {
+		return Entry{}, fmt.Errorf("the sealing secret has %d bytes, fewer than %d", len(secret), SealingSecretBytes)
+	}
+	return sealWith(e, recipient, func(plain []byte) io.Reader {
+		info := append([]byte("edge-mc "+SealSchemeV1+" ephemeral key\x00"), plain...)
+		return hkdf.New(sha256.New, secret, recipient[:], info)
+	})
+}
+
+// sealWith seals e for recipient with the randomness that random gives for the content to seal.
+func sealWith(e Entry, recipient [KeySize]byte, random func(plain []byte) io.Reader) (Entry, error) {
 	if e.Sealed != nil {
 		return Entry{}, fmt.Errorf("%s is sealed already", e.Key())
 	}
@@ -266,7 +287,7 @@ func sealWith(e Entry, recipient [KeySize]byte, random io.Reader) (Entry, error)
 	if err != nil {
 		return Entry{}, fmt.Errorf("sealing %s: %w", e.Key(), err)
 	}
-	sealedBox, err := box.SealAnonymous(nil, plain, &recipient, random)
+	sealedBox, err := box.SealAnonymous(nil, plain, &recipient, random(plain))
 	if err != nil {
 		return Entry{}, fmt.Errorf("sealing %s: %w", e.Key(), err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -249,7 +250,7 @@ func FuzzOpen(f *testing.F) {
 		f.Fatal(err)
 	}
 	// The same box in every fuzzing process: a fixed ephemeral key.
-	sealed, err := sealWith(secretEntry(), kp.Public, bytes.NewReader(bytes.Repeat([]byte{3}, 64)))
+	sealed, err := sealWith(secretEntry(), kp.Public, func([]byte) io.Reader { return bytes.NewReader(bytes.Repeat([]byte{3}, 64)) })
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -320,5 +321,42 @@ func TestClearView(t *testing.T) {
 	view := ClearView(e.Object)
 	if leaks(t, view) || !jsonEqual(t, view, sealed.Object) || !jsonEqual(t, ClearView(sealed.Object), sealed.Object) {
 		t.Errorf("ClearView = %v, sealed entry's object %v", view, sealed.Object)
+	}
+}
+
+// TestSealWithSecret: with the center's secret, the same content sealed for the same key is the
+// same bytes; other content, another key or another secret give other bytes; all open.
+func TestSealWithSecret(t *testing.T) {
+	kp, other := mustKeyPair(t), mustKeyPair(t)
+	secret := bytes.Repeat([]byte{1}, SealingSecretBytes)
+	seal := func(e Entry, to *KeyPair, secret []byte) []byte {
+		t.Helper()
+		s, err := SealWithSecret(e, to.Public, secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if opened, err := Open(s, to); err != nil || !jsonEqual(t, opened.Object, e.Object) {
+			t.Fatalf("does not open: %v", err)
+		}
+		return s.Sealed.Box
+	}
+	first := seal(secretEntry(), kp, secret)
+	if again := seal(secretEntry(), kp, secret); !bytes.Equal(first, again) {
+		t.Errorf("the same content sealed twice differs")
+	}
+	changed := secretEntry()
+	changed.Object["stringData"] = map[string]any{"other": "changed"}
+	for name, b := range map[string][]byte{
+		"other content":  seal(changed, kp, secret),
+		"another key":    seal(secretEntry(), other, secret),
+		"another secret": seal(secretEntry(), kp, bytes.Repeat([]byte{2}, SealingSecretBytes)),
+		"no secret":      func() []byte { s, _ := Seal(secretEntry(), kp.Public); return s.Sealed.Box }(),
+	} {
+		if bytes.Equal(b, first) {
+			t.Errorf("%s: the same bytes", name)
+		}
+	}
+	if _, err := SealWithSecret(secretEntry(), kp.Public, []byte("short")); err == nil {
+		t.Errorf("a short secret was taken")
 	}
 }
