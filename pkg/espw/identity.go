@@ -58,7 +58,8 @@ const (
 //     placements up-sync kinds of that export (Services, Deployments...), so that the syncer can
 //     put them there (without it, up-sync of those kinds waits forever, seen in
 //     test/e2e/syncer TestUpsyncReturn);
-//   - Leases: the leader election among replicas.
+//   - Leases: the leader election among replicas;
+//   - the sealing secret (sealing.go), get alone: no other Secret of the ESPW.
 func ControllerESPWRules() []rbacv1.PolicyRule {
 	exports := []string{edgev1alpha1.EdgeAPIExportName, edgev1alpha1.MailboxAPIExportName, edgev1alpha1.WorkloadsAPIExportName}
 	return []rbacv1.PolicyRule{
@@ -70,6 +71,7 @@ func ControllerESPWRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{"tenancy.kcp.io"}, Resources: []string{"workspaces"}, Verbs: []string{"get", "list", "watch", "create", "delete"}},
 		{APIGroups: []string{"tenancy.kcp.io"}, Resources: []string{"workspacetypes"}, ResourceNames: []string{edgev1alpha1.MailboxWorkspaceType}, Verbs: []string{"get", "use"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{SealingSecretName}, Verbs: []string{"get"}},
 	}
 }
 
@@ -115,6 +117,9 @@ func EnsureControllerRights(ctx context.Context, kcp kcpclientset.ClusterInterfa
 	}
 	if err := EnsureClusterRoleBinding(ctx, kube, path, ControllerRole, ControllerRole,
 		rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}, res); err != nil {
+		return err
+	}
+	if err := EnsureSealingSecret(ctx, kube, path, res); err != nil {
 		return err
 	}
 	// In root, reading the Shards alone: on a sharded center the mailbox controller names the

@@ -33,6 +33,7 @@ import (
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 	"github.com/kcp-dev/edge-mc/pkg/centerview"
 	"github.com/kcp-dev/edge-mc/pkg/controllerkit"
+	"github.com/kcp-dev/edge-mc/pkg/espw"
 	"github.com/kcp-dev/edge-mc/pkg/health"
 	"github.com/kcp-dev/edge-mc/pkg/mailbox"
 	placementtranslator "github.com/kcp-dev/edge-mc/pkg/placement-translator"
@@ -214,6 +215,13 @@ func runRound(ctx context.Context, o Options, ready *atomic.Pointer[string]) err
 		return err
 	}
 	logger.Info("ESPW serves edge.kcp.io", "espw", o.ESPW)
+	sealingSecret, why, err := espw.ReadSealingSecret(ctx, kube, o.ESPW)
+	if err != nil {
+		return err
+	}
+	if why != "" {
+		logger.Info("sealing Secrets with fresh randomness: after a restart each assemblage that carries a sealed object is written once more", "reason", why)
+	}
 
 	// buildControllers waits for the virtual workspace of edge.kcp.io, which kcp publishes once
 	// some workspace binds the export, and builds the selected controllers on it. Until then
@@ -283,7 +291,7 @@ func runRound(ctx context.Context, o Options, ready *atomic.Pointer[string]) err
 				return nil, err
 			}
 			c, err := placementtranslator.NewController(placementtranslator.Config{ESPW: o.ESPW, Edge: edge, Mailbox: exports[edgev1alpha1.MailboxAPIExportName],
-				Admin: admin, KCP: kcp, Assemblages: assemblages,
+				Admin: admin, KCP: kcp, Assemblages: assemblages, SealingSecret: sealingSecret,
 				Workers: translatorWorkersPerWorker * o.Workers, HeartbeatInterval: o.HeartbeatInterval})
 			if err != nil {
 				return nil, err

@@ -54,6 +54,7 @@ func TestControllerIdentityHasOnlyItsRights(t *testing.T) {
 		get("list Secrets in edge1's mailbox", mailbox, "/api/v1/secrets"),
 		get("list ConfigMaps in the workload workspace (objects of custom kinds are read so)", f.WMW, "/api/v1/configmaps"),
 		get("list the Shards in root (to name an unreachable mailbox's shard)", root, "/apis/core.kcp.io/v1alpha1/shards"),
+		get("read the sealing secret in the ESPW", f.ESPW, "/api/v1/namespaces/default/secrets/edge-mc-sealing-secret"),
 	)
 	expectRefused(t, who, ecm,
 		get("list Secrets in root", root, "/api/v1/secrets"),
@@ -66,6 +67,7 @@ func TestControllerIdentityHasOnlyItsRights(t *testing.T) {
 			`{"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace", "metadata": {"name": "intruder"}}`),
 		get("list Secrets in every workspace at once", logicalcluster.NewPath("*"), "/api/v1/secrets"),
 		get("list Secrets in the ESPW", f.ESPW, "/api/v1/secrets"),
+		get("read another Secret of the ESPW by name", f.ESPW, "/api/v1/namespaces/default/secrets/anything-else"),
 		create("create a ServiceAccount in the ESPW", f.ESPW, "/api/v1/namespaces/default/serviceaccounts",
 			`{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "intruder"}}`),
 		get("list ConfigMaps in the ESPW", f.ESPW, "/api/v1/configmaps"),

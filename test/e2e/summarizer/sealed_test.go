@@ -41,7 +41,8 @@ spec:
 // publishes its key in the SyncerConfig's status, the Secret arrives at the edge with its value,
 // and the mailbox holds it sealed for that key only: neither the value nor its base64 form is in
 // any assemblage or part, as kubectl shows them or decoded. A restarted syncer keeps its key:
-// nothing is sealed again and nothing at the edge is rewritten.
+// nothing is sealed again and nothing at the edge is rewritten; a restarted
+// edge-controller-manager writes no new version either.
 func TestSealedSecret(t *testing.T) {
 	t.Parallel()
 	made := framework.StartLogicalPClusters(t, "edge-vault")
@@ -122,5 +123,17 @@ func TestSealedSecret(t *testing.T) {
 	if after.GetUID() != before.GetUID() || after.GetResourceVersion() != before.GetResourceVersion() {
 		t.Errorf("the Secret at the edge was rewritten across the restart: uid %s rv %s, now uid %s rv %s",
 			before.GetUID(), before.GetResourceVersion(), after.GetUID(), after.GetResourceVersion())
+	}
+
+	// A restarted edge-controller-manager seals the unchanged Secret into the same bytes (the
+	// ESPW's sealing secret): no new version.
+	asmBefore := framework.GetAssemblage(t, mailbox, asmName)
+	f.ECM.Kill()
+	f.ECM.Restart()
+	f.ECM.WaitReady(t, 2*time.Minute)
+	time.Sleep(3 * time.Second) // a new version would be written by now
+	if asmAfter := framework.GetAssemblage(t, mailbox, asmName); asmAfter.Spec.Version != asmBefore.Spec.Version || asmAfter.ResourceVersion != asmBefore.ResourceVersion {
+		t.Errorf("edge-controller-manager's restart rewrote the assemblage: version %s (rv %s), now %s (rv %s)",
+			asmBefore.Spec.Version, asmBefore.ResourceVersion, asmAfter.Spec.Version, asmAfter.ResourceVersion)
 	}
 }
