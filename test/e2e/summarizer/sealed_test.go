@@ -41,8 +41,9 @@ spec:
 // publishes its key in the SyncerConfig's status, the Secret arrives at the edge with its value,
 // and the mailbox holds it sealed for that key only: neither the value nor its base64 form is in
 // any assemblage or part, as kubectl shows them or decoded. A restarted syncer keeps its key:
-// nothing is sealed again and nothing at the edge is rewritten; a restarted
-// edge-controller-manager writes no new version either.
+// nothing is sealed again and nothing at the edge is rewritten. A syncer whose key Secret is
+// gone makes and publishes a new key, the next version is sealed for it and applied, and the
+// Secret at the edge is not recreated. A restarted edge-controller-manager writes no new version.
 func TestSealedSecret(t *testing.T) {
 	t.Parallel()
 	made := framework.StartLogicalPClusters(t, "edge-vault")
@@ -123,6 +124,44 @@ func TestSealedSecret(t *testing.T) {
 	if after.GetUID() != before.GetUID() || after.GetResourceVersion() != before.GetResourceVersion() {
 		t.Errorf("the Secret at the edge was rewritten across the restart: uid %s rv %s, now uid %s rv %s",
 			before.GetUID(), before.GetResourceVersion(), after.GetUID(), after.GetResourceVersion())
+	}
+
+	// Rotation: the key Secret at the edge goes, and the restarted syncer makes and publishes a
+	// new key; the next version is sealed for it, and the Secret at the edge is not recreated.
+	if err := edge.Resource(secrets).Namespace(transport.DefaultEdgeSyncerNamespace).Delete(framework.Context(t, 10*time.Second),
+		transport.KeySecretName(syncer.UID), metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("deleting the syncer's key Secret at the edge: %v", err)
+	}
+	syncer.Kill()
+	syncer.Restart()
+	syncer.WaitReady(t, framework.Converge)
+	var newKeyID string
+	framework.Eventually(t, framework.Converge, func() (bool, string) {
+		u, err := mailbox.Resource(edgev1alpha1.SchemeGroupVersion.WithResource("syncerconfigs")).Get(framework.Context(t, 10*time.Second), edgev1alpha1.SyncerConfigName, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		newKeyID, _, _ = unstructured.NestedString(u.Object, "status", "keyID")
+		return newKeyID != "" && newKeyID != keyID, "the SyncerConfig still publishes key " + newKeyID
+	})
+	framework.Eventually(t, framework.Converge, func() (bool, string) {
+		a := framework.GetAssemblage(t, mailbox, asmName)
+		d, err := transport.DecodeAssemblage(a, nil)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, e := range d.Objects {
+			if e.Key().String() == "secrets/vault/creds" && (e.Sealed == nil || e.Sealed.KeyID != newKeyID) {
+				return false, "the Secret is not sealed for the new key yet"
+			}
+		}
+		if a.Status.AppliedVersion != a.Spec.Version {
+			return false, "version " + a.Spec.Version + " is not applied yet (applied: " + a.Status.AppliedVersion + ")"
+		}
+		return true, ""
+	})
+	if got := framework.GetObject(t, edge, secrets, "vault", "creds"); got.GetUID() != before.GetUID() || framework.FieldOf(got, "data", "password") != encoded {
+		t.Errorf("after the rotation the Secret at the edge is uid %s with %q, want uid %s with the placed value", got.GetUID(), framework.FieldOf(got, "data", "password"), before.GetUID())
 	}
 
 	// A restarted edge-controller-manager seals the unchanged Secret into the same bytes (the
