@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kcp-dev/edge-mc/pkg/espw"
+	"github.com/kcp-dev/edge-mc/pkg/transport"
 	"github.com/kcp-dev/edge-mc/test/framework"
 )
 
@@ -51,9 +53,9 @@ spec:
 // TestSecretValuesNeverLogged runs a short full scenario with edge-controller-manager and
 // edge-syncer at the highest verbosity (-v=10, at which client-go logs every request): a Secret
 // with a random value is placed at an edge cluster, then changed. Neither value, plain or in
-// base64, nor the syncer's own token, appears in any log (edge-controller-manager's, the
-// syncer's, the center kcp's, the edge kcp's) or in any event of the workload workspace, the
-// mailbox or the edge cluster.
+// base64, nor the syncer's own token, nor its private key, nor the center's sealing secret,
+// appears in any log (edge-controller-manager's, the syncer's, the center kcp's, the edge kcp's)
+// or in any event of the workload workspace, the mailbox or the edge cluster.
 func TestSecretValuesNeverLogged(t *testing.T) {
 	t.Parallel()
 	first, second := randomValue(t), randomValue(t)
@@ -78,6 +80,15 @@ func TestSecretValuesNeverLogged(t *testing.T) {
 	token := syncerToken(t, syncer.KubeconfigPath)
 	secrets["the syncer's token"] = token
 	secrets["the syncer's token in base64"] = base64.StdEncoding.EncodeToString([]byte(token))
+	// The syncer's private key (made at the edge) and the center's sealing secret are kept out
+	// of the logs as well; the Secrets' data reads as base64.
+	keySecret := framework.GetObject(t, ec, secretsGVR, transport.DefaultEdgeSyncerNamespace, transport.KeySecretName(syncer.UID))
+	sealing := framework.GetObject(t, framework.KCP(t).DynamicClient(t, f.ESPW), secretsGVR, espw.SealingSecretNamespace, espw.SealingSecretName)
+	if keySecret == nil || sealing == nil {
+		t.Fatalf("the syncer's key Secret (%v) or the ESPW's sealing secret (%v) is missing", keySecret != nil, sealing != nil)
+	}
+	secrets["the syncer's private key in base64"] = framework.FieldOf(keySecret, "data", transport.KeySecretPrivateKey)
+	secrets["the center's sealing secret in base64"] = framework.FieldOf(sealing, "data", espw.SealingSecretKey)
 
 	logs := map[string]string{
 		"edge-controller-manager": f.ECM.LogPath(),
