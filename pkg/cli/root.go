@@ -70,7 +70,7 @@ Kubernetes clusters. It talks to kcp with your kubeconfig, as kubectl does (--ku
 	cmd.PersistentFlags().StringVar(&o.ESPW, "espw", edgev1alpha1.DefaultESPW, "path of the edge service provider workspace")
 	cmd.PersistentFlags().DurationVar(&o.Timeout, "timeout", workspaces.DefaultTimeout, "how long to wait for workspaces, bindings and mailboxes to become ready")
 
-	cmd.AddCommand(newInitCommand(o), newEnsureCommand(o), newRemoveCommand(o), newPrepForSyncerCommand(o), newStatusCommand(o), newRolloutCommand(o), newDiffCommand(o),
+	cmd.AddCommand(newInitCommand(o), newEnsureCommand(o), newRemoveCommand(o), newPrepForSyncerCommand(o), newStatusCommand(o), newRolloutCommand(o), newDiffCommand(o), newRotateKeyCommand(o),
 		newVersionCommand(o), newCompletionCommand(cmd))
 	refuseUnknownVerbs(cmd)
 	o.completeWorkspaceFlags(cmd)

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/kcp-dev/logicalcluster/v3"
 	kcpclientset "github.com/kcp-dev/sdk/client/clientset/versioned/cluster"
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -494,32 +495,12 @@ func (so *statusOptions) runTarget(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	readSyncTarget := func() (*edgev1alpha1.SyncTarget, error) {
-		u, err := inv.syncTargets.Get(ctx, so.target, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("there is no SyncTarget %q in %s", so.target, inv.path)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading SyncTarget %s in %s: %w", so.target, inv.path, err)
-		}
-		st := &edgev1alpha1.SyncTarget{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, st); err != nil {
-			return nil, fmt.Errorf("reading SyncTarget %s in %s: %w", so.target, inv.path, err)
-		}
-		if st.Status.MailboxWorkspace == "" {
-			return nil, fmt.Errorf("SyncTarget %s has no mailbox yet (see its MailboxReady condition); is edge-controller-manager running?", so.target)
-		}
-		return st, nil
-	}
+	readSyncTarget := func() (*edgev1alpha1.SyncTarget, error) { return inv.syncTargetWithMailbox(ctx, so.target) }
 	st, err := readSyncTarget()
 	if err != nil {
 		return err
 	}
-	mbPath, err := workspaces.ParsePath(st.Status.MailboxWorkspace)
-	if err != nil {
-		return fmt.Errorf("SyncTarget %s names mailbox %q: %w", so.target, st.Status.MailboxWorkspace, err)
-	}
-	client, err := dynamic.NewForConfig(workspaces.ConfigFor(inv.base, mbPath))
+	mbPath, client, err := inv.mailboxOf(st)
 	if err != nil {
 		return err
 	}
@@ -573,6 +554,40 @@ func (so *statusOptions) runTarget(ctx context.Context) error {
 		}()
 		return changed, nil
 	}, rv, show)
+}
+
+// syncTargetWithMailbox reads SyncTarget name of the inventory workspace; one without a mailbox
+// yet is an error that says where to look.
+func (inv *inventoryClients) syncTargetWithMailbox(ctx context.Context, name string) (*edgev1alpha1.SyncTarget, error) {
+	u, err := inv.syncTargets.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("there is no SyncTarget %q in %s", name, inv.path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading SyncTarget %s in %s: %w", name, inv.path, err)
+	}
+	st := &edgev1alpha1.SyncTarget{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, st); err != nil {
+		return nil, fmt.Errorf("reading SyncTarget %s in %s: %w", name, inv.path, err)
+	}
+	if st.Status.MailboxWorkspace == "" {
+		return nil, fmt.Errorf("SyncTarget %s has no mailbox yet (see its MailboxReady condition); is edge-controller-manager running?", name)
+	}
+	return st, nil
+}
+
+// mailboxOf returns the path of a SyncTarget's mailbox and a client for it, with the user's
+// credentials.
+func (inv *inventoryClients) mailboxOf(st *edgev1alpha1.SyncTarget) (logicalcluster.Path, *dynamic.DynamicClient, error) {
+	mbPath, err := workspaces.ParsePath(st.Status.MailboxWorkspace)
+	if err != nil {
+		return logicalcluster.Path{}, nil, fmt.Errorf("SyncTarget %s names mailbox %q: %w", st.Name, st.Status.MailboxWorkspace, err)
+	}
+	client, err := dynamic.NewForConfig(workspaces.ConfigFor(inv.base, mbPath))
+	if err != nil {
+		return logicalcluster.Path{}, nil, err
+	}
+	return mbPath, client, nil
 }
 
 // assemblageViews reads the assemblages of a mailbox, each with its objects' states, sorted by

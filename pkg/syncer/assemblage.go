@@ -138,7 +138,7 @@ func (s *Syncer) planOf(a *edgev1alpha1.Assemblage, st *assemblageState) (*plan,
 	if err != nil {
 		return nil, err
 	}
-	unopened := openSealed(doc, s.keyPair())
+	unopened := openSealed(doc, s.keyPairs()...)
 	p := newPlan(a.Name, a.Spec.Version, doc, a.Spec.Shared, s.marks)
 	p.refuse(unopened)
 	return p, nil

@@ -58,9 +58,10 @@ func (s *Syncer) currentConfig() *edgev1alpha1.SyncerConfig {
 	return cfg
 }
 
-// applyConfig takes in the SyncerConfig: its heartbeat interval and its upsync rules, and reports
-// in its status. The down-sync scope of the per-object copies before assemblages
-// (spec.namespaceScope, spec.clusterScope) is ignored: the syncer reads assemblages only.
+// applyConfig takes in the SyncerConfig: a key rotation it asks for, its heartbeat interval and
+// its upsync rules, and reports in its status. The down-sync scope of the per-object copies
+// before assemblages (spec.namespaceScope, spec.clusterScope) is ignored: the syncer reads
+// assemblages only.
 func (s *Syncer) applyConfig(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	cfg := s.currentConfig()
@@ -70,6 +71,11 @@ func (s *Syncer) applyConfig(ctx context.Context) error {
 		logger.Info("the mailbox has no SyncerConfig yet")
 		s.setConfigHeartbeat(0)
 		return nil
+	}
+	// A rotation asked for (kubectl edge rotate-key): the new key is published with the report
+	// below, and the center seals the next versions for it.
+	if err := s.rotateKeyIfAsked(ctx, cfg.Annotations[transport.AnnotationRotateKey]); err != nil {
+		return err
 	}
 	var heartbeat time.Duration
 	if hb := cfg.Spec.Heartbeat; hb != nil && hb.IntervalSeconds > 0 {

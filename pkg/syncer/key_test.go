@@ -32,13 +32,13 @@ func TestLoadOrMakeKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(stored.Data[transport.KeySecretPrivateKey], first.Private[:]) || stored.Labels["a"] != "b" {
+	if !bytes.Equal(stored.Data[transport.KeySecretPrivateKey], first.current.Private[:]) || stored.Labels["a"] != "b" {
 		t.Fatalf("stored %v", stored)
 	}
 
 	again, made, err := loadOrMakeKey(ctx, secrets, name, nil)
-	if err != nil || made || again.Public != first.Public {
-		t.Fatalf("restart: made %v, same key %v, %v", made, again != nil && again.Public == first.Public, err)
+	if err != nil || made || again.current.Public != first.current.Public {
+		t.Fatalf("restart: made %v, same key %v, %v", made, again.current != nil && again.current.Public == first.current.Public, err)
 	}
 
 	stored.Data[transport.KeySecretPrivateKey] = []byte("cut short")
@@ -46,10 +46,10 @@ func TestLoadOrMakeKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	replaced, made, err := loadOrMakeKey(ctx, secrets, name, nil)
-	if err != nil || !made || replaced.Public == first.Public {
+	if err != nil || !made || replaced.current.Public == first.current.Public {
 		t.Fatalf("a Secret without a valid key: made %v, %v", made, err)
 	}
-	if again, _, _ := loadOrMakeKey(ctx, secrets, name, nil); again.Public != replaced.Public {
+	if again, _, _ := loadOrMakeKey(ctx, secrets, name, nil); again.current.Public != replaced.current.Public {
 		t.Fatalf("the replaced key was not stored")
 	}
 
@@ -57,7 +57,7 @@ func TestLoadOrMakeKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	lost, made, err := loadOrMakeKey(ctx, secrets, name, nil)
-	if err != nil || !made || lost.Public == replaced.Public {
+	if err != nil || !made || lost.current.Public == replaced.current.Public {
 		t.Fatalf("a lost Secret: made %v, %v", made, err)
 	}
 }
@@ -71,10 +71,52 @@ func TestLoadOrMakeKeyErrors(t *testing.T) {
 		client.PrependReactor(verb, "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
 			return true, nil, errors.New("the edge is down")
 		})
-		kp, _, err := loadOrMakeKey(ctx, client.CoreV1().Secrets("ns"), "k", nil)
-		if err == nil || kp != nil {
-			t.Errorf("%s failing: key %v, error %v", verb, kp, err)
+		held, _, err := loadOrMakeKey(ctx, client.CoreV1().Secrets("ns"), "k", nil)
+		if err == nil || held.current != nil {
+			t.Errorf("%s failing: key %v, error %v", verb, held.current, err)
 		}
+	}
+}
+
+// TestRotateKey: a rotation request makes a new pair, keeps the one it replaces as the previous
+// one, records the request on the Secret (which keeps its identity), and is acted on once: a
+// restart reads all three back, and the same request again changes nothing.
+func TestRotateKey(t *testing.T) {
+	ctx := context.Background()
+	client := fake.NewClientset()
+	secrets := client.CoreV1().Secrets("edge-syncer")
+	name := transport.KeySecretName("uid-1")
+	first, _, err := loadOrMakeKey(ctx, secrets, name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := secrets.Get(ctx, name, metav1.GetOptions{})
+
+	rotated, err := rotateKey(ctx, secrets, name, "2026-11-29T05:00:00Z")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rotated.current.Public == first.current.Public || rotated.previous == nil || rotated.previous.Public != first.current.Public {
+		t.Fatalf("rotation: new key %v, previous is the old one %v", rotated.current.Public != first.current.Public,
+			rotated.previous != nil && rotated.previous.Public == first.current.Public)
+	}
+	after, _ := secrets.Get(ctx, name, metav1.GetOptions{})
+	if after.UID != before.UID || after.Annotations[transport.AnnotationRotateKey] != "2026-11-29T05:00:00Z" {
+		t.Fatalf("the Secret after rotation: %v", after.ObjectMeta)
+	}
+
+	restarted, made, err := loadOrMakeKey(ctx, secrets, name, nil)
+	if err != nil || made || restarted.current.Public != rotated.current.Public ||
+		restarted.previous == nil || restarted.previous.Public != first.current.Public || restarted.rotatedFor != "2026-11-29T05:00:00Z" {
+		t.Fatalf("restart after rotation: made %v, %+v, %v", made, restarted, err)
+	}
+	again, err := rotateKey(ctx, secrets, name, "2026-11-29T05:00:00Z")
+	if err != nil || again.current.Public != rotated.current.Public {
+		t.Fatalf("the same request twice made another key: %v", err)
+	}
+	third, err := rotateKey(ctx, secrets, name, "later")
+	if err != nil || third.current.Public == rotated.current.Public || third.previous.Public != rotated.current.Public {
+		t.Fatalf("a second request: %v", err)
 	}
 }
 

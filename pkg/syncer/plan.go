@@ -144,13 +144,27 @@ func newPlan(asm, version string, doc *transport.Document, shared []edgev1alpha1
 	return p
 }
 
-// openSealed opens the sealed entries of doc in place with the syncer's key pair, and returns
+// openSealed opens the sealed entries of doc in place with the syncer's key pairs (each with
+// the one it names: the current, or the one it replaced), and returns
 // why each of those that do not open does not (they stay sealed, and are not applied).
-func openSealed(doc *transport.Document, kp *transport.KeyPair) map[transport.Key]string {
+func openSealed(doc *transport.Document, keys ...*transport.KeyPair) map[transport.Key]string {
 	var unopened map[transport.Key]string
 	for i := range doc.Objects {
-		if doc.Objects[i].Sealed == nil {
+		sealed := doc.Objects[i].Sealed
+		if sealed == nil {
 			continue
+		}
+		// The key the entry names, among the current and the previous one; else the current,
+		// whose error says which key the entry wants.
+		var kp *transport.KeyPair
+		if len(keys) > 0 {
+			kp = keys[0]
+		}
+		for _, k := range keys {
+			if transport.KeyID(k.Public) == sealed.KeyID {
+				kp = k
+				break
+			}
 		}
 		opened, err := transport.Open(doc.Objects[i], kp)
 		if err != nil {

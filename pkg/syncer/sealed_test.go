@@ -30,6 +30,10 @@ func TestPlanOpensSealed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	rotated, err := transport.NewKeyPair()
+	if err != nil {
+		t.Fatal(err)
+	}
 	seal := func(e transport.Entry, kp *transport.KeyPair) transport.Entry {
 		out, err := transport.Seal(e, kp.Public)
 		if err != nil {
@@ -48,11 +52,13 @@ func TestPlanOpensSealed(t *testing.T) {
 
 	for _, tc := range []struct {
 		name   string
-		kp     *transport.KeyPair
+		keys   []*transport.KeyPair
 		opened []string
 		refuse map[string]string
 	}{
-		{"this edge's key", mine, []string{"good"}, map[string]string{"other-edge": "sealed for key", "corrupt": "corrupt"}},
+		{"this edge's key", []*transport.KeyPair{mine}, []string{"good"}, map[string]string{"other-edge": "sealed for key", "corrupt": "corrupt"}},
+		// Rotated: boxes sealed for the key it replaced open until the center seals for the new one.
+		{"a new key, and the one it replaced", []*transport.KeyPair{rotated, mine}, []string{"good"}, map[string]string{"other-edge": "sealed for key", "corrupt": "corrupt"}},
 		{"no key", nil, nil, map[string]string{"good": "no key", "other-edge": "no key", "corrupt": "no key"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -64,7 +70,7 @@ func TestPlanOpensSealed(t *testing.T) {
 				}
 			}
 			p2doc := newDoc()
-			unopened := openSealed(p2doc, tc.kp)
+			unopened := openSealed(p2doc, tc.keys...)
 			p2 := newPlan(testAssemblage, "v", p2doc, nil, testMarks)
 			p2.refuse(unopened)
 			for _, name := range tc.opened {

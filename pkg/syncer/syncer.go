@@ -178,8 +178,10 @@ type Syncer struct {
 	heartbeatOK bool
 	// lastLease is the heartbeat Lease as last written (used by the heartbeat goroutine only).
 	lastLease *coordinationv1.Lease
-	// key is the syncer's key pair for sealed objects, nil until loaded.
-	key *transport.KeyPair
+	// key is the syncer's key pair for sealed objects, nil until loaded; keys is what its
+	// Secret holds (key, and the pair it replaced).
+	key  *transport.KeyPair
+	keys heldKeys
 }
 
 // informerRun is an informer with the means to stop it.

@@ -40,8 +40,15 @@ const (
 	DefaultEdgeSyncerNamespace = "edge-syncer"
 	// KeySecretPrivateKey is the data key of the private key in the key Secret.
 	KeySecretPrivateKey = "private-key"
+	// KeySecretPreviousKey is the data key of the private key the current one replaced, kept so
+	// that the versions sealed for it before the center read the new key still open.
+	KeySecretPreviousKey = "previous-private-key"
 	// LabelKeyOf labels the key Secret with the name of its SyncTarget.
 	LabelKeyOf = "edge.kcp.io/key-of"
+	// AnnotationRotateKey, set on a mailbox's SyncerConfig (kubectl edge rotate-key), asks its
+	// syncer for a new key pair; its value is a token of the request, which the syncer records
+	// on its key Secret once done, so that a request is acted on once.
+	AnnotationRotateKey = "edge.kcp.io/rotate-key"
 )
 
 // KeySecretName is the name of the Secret holding the key pair of the syncer of the SyncTarget

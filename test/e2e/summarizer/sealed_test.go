@@ -41,7 +41,9 @@ spec:
 // publishes its key in the SyncerConfig's status, the Secret arrives at the edge with its value,
 // and the mailbox holds it sealed for that key only: neither the value nor its base64 form is in
 // any assemblage or part, as kubectl shows them or decoded. A restarted syncer keeps its key:
-// nothing is sealed again and nothing at the edge is rewritten. A syncer whose key Secret is
+// nothing is sealed again and nothing at the edge is rewritten. kubectl edge rotate-key gives
+// the running syncer a new key: the next version is sealed for it and applied, nothing refused
+// or recreated at the edge. A syncer whose key Secret is
 // gone makes and publishes a new key, the next version is sealed for it and applied, and the
 // Secret at the edge is not recreated. A restarted edge-controller-manager writes no new version.
 func TestSealedSecret(t *testing.T) {
@@ -126,6 +128,52 @@ func TestSealedSecret(t *testing.T) {
 			before.GetUID(), before.GetResourceVersion(), after.GetUID(), after.GetResourceVersion())
 	}
 
+	// sealedFor waits until the assemblage carries the Secret sealed for key id, and that version
+	// is applied at the edge.
+	sealedFor := func(id string) {
+		t.Helper()
+		framework.Eventually(t, framework.Converge, func() (bool, string) {
+			a := framework.GetAssemblage(t, mailbox, asmName)
+			d, err := transport.DecodeAssemblage(a, nil)
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, e := range d.Objects {
+				if e.Key().String() == "secrets/vault/creds" && (e.Sealed == nil || e.Sealed.KeyID != id) {
+					return false, "the Secret is not sealed for key " + id + " yet"
+				}
+			}
+			if a.Status.AppliedVersion != a.Spec.Version {
+				return false, "version " + a.Spec.Version + " is not applied yet (applied: " + a.Status.AppliedVersion + ")"
+			}
+			return true, ""
+		})
+	}
+
+	// kubectl edge rotate-key: the running syncer makes and publishes a new key, which the
+	// command prints; the next version is sealed for it and applied, and the Secret at the edge
+	// is neither recreated nor ever refused meanwhile (the replaced key still opens the version
+	// sealed for it).
+	out := framework.KubectlEdge(t, "rotate-key", "edge-vault", "--imw", f.IMW.String(), "--espw", f.ESPW.String()).MustSucceed(t).Stdout
+	u, err = mailbox.Resource(edgev1alpha1.SchemeGroupVersion.WithResource("syncerconfigs")).Get(framework.Context(t, 10*time.Second), edgev1alpha1.SyncerConfigName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rotatedID, _, _ := unstructured.NestedString(u.Object, "status", "keyID")
+	if rotatedID == "" || rotatedID == keyID || !strings.Contains(out, "new key "+rotatedID+" published (was "+keyID+")") {
+		t.Fatalf("kubectl edge rotate-key said %q; the SyncerConfig publishes key %s, before %s", out, rotatedID, keyID)
+	}
+	sealedFor(rotatedID)
+	if got := framework.GetObject(t, edge, secrets, "vault", "creds"); got.GetUID() != before.GetUID() || framework.FieldOf(got, "data", "password") != encoded {
+		t.Errorf("after kubectl edge rotate-key the Secret at the edge is uid %s with %q, want uid %s with the placed value", got.GetUID(), framework.FieldOf(got, "data", "password"), before.GetUID())
+	}
+	for _, st := range framework.GetAssemblage(t, mailbox, asmName).Status.Objects {
+		if st.State == edgev1alpha1.ObjectFailed {
+			t.Errorf("after kubectl edge rotate-key, %s is Failed: %s", st.Object, st.Reason)
+		}
+	}
+	keyID = rotatedID
+
 	// Rotation: the key Secret at the edge goes, and the restarted syncer makes and publishes a
 	// new key; the next version is sealed for it, and the Secret at the edge is not recreated.
 	if err := edge.Resource(secrets).Namespace(transport.DefaultEdgeSyncerNamespace).Delete(framework.Context(t, 10*time.Second),
@@ -144,22 +192,7 @@ func TestSealedSecret(t *testing.T) {
 		newKeyID, _, _ = unstructured.NestedString(u.Object, "status", "keyID")
 		return newKeyID != "" && newKeyID != keyID, "the SyncerConfig still publishes key " + newKeyID
 	})
-	framework.Eventually(t, framework.Converge, func() (bool, string) {
-		a := framework.GetAssemblage(t, mailbox, asmName)
-		d, err := transport.DecodeAssemblage(a, nil)
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, e := range d.Objects {
-			if e.Key().String() == "secrets/vault/creds" && (e.Sealed == nil || e.Sealed.KeyID != newKeyID) {
-				return false, "the Secret is not sealed for the new key yet"
-			}
-		}
-		if a.Status.AppliedVersion != a.Spec.Version {
-			return false, "version " + a.Spec.Version + " is not applied yet (applied: " + a.Status.AppliedVersion + ")"
-		}
-		return true, ""
-	})
+	sealedFor(newKeyID)
 	if got := framework.GetObject(t, edge, secrets, "vault", "creds"); got.GetUID() != before.GetUID() || framework.FieldOf(got, "data", "password") != encoded {
 		t.Errorf("after the rotation the Secret at the edge is uid %s with %q, want uid %s with the placed value", got.GetUID(), framework.FieldOf(got, "data", "password"), before.GetUID())
 	}
