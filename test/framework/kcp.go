@@ -185,6 +185,15 @@ func (s *Server) Stop() { s.stop() }
 // LogPath is the file kcp's output goes to ("" if kcp was not started here).
 func (s *Server) LogPath() string { return s.logPath }
 
+// RootDirectory is kcp's --root-directory, where it keeps its embedded etcd's data, or "" if
+// it was not started here.
+func (s *Server) RootDirectory() string {
+	if s.dir == "" {
+		return ""
+	}
+	return filepath.Join(s.dir, ".kcp")
+}
+
 // PID is the kcp process's ID, or 0 if it was not started here.
 func (s *Server) PID() int {
 	if s.cmd == nil || s.cmd.Process == nil {

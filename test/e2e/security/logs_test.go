@@ -2,11 +2,14 @@ package security
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -54,8 +57,9 @@ spec:
 // edge-syncer at the highest verbosity (-v=10, at which client-go logs every request): a Secret
 // with a random value is placed at an edge cluster, then changed. Neither value, plain or in
 // base64, nor the syncer's own token, nor its private key, nor the center's sealing secret,
-// appears in any log (edge-controller-manager's, the syncer's, the center kcp's, the edge kcp's)
-// or in any event of the workload workspace, the mailbox or the edge cluster.
+// appears in any log (edge-controller-manager's, the syncer's, the center kcp's, the edge kcp's),
+// in any event of the workload workspace, the mailbox or the edge cluster, in the metrics of
+// edge-controller-manager or the syncer, or in the bytes of the center's storage.
 func TestSecretValuesNeverLogged(t *testing.T) {
 	t.Parallel()
 	first, second := randomValue(t), randomValue(t)
@@ -67,6 +71,10 @@ func TestSecretValuesNeverLogged(t *testing.T) {
 	ec := edge.DynamicClient(t)
 
 	f.Apply(t, f.WMW, fmt.Sprintf(secretWorkload, first))
+	// A value in the clear beside it, which the center's storage must show: the scan below reads
+	// what etcd wrote.
+	marker := randomValue(t)
+	f.Apply(t, f.WMW, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: marker, namespace: app}\ndata: {marker: %s}\n", marker))
 	framework.EventuallyObject(t, "the Secret at the edge", ec, secretsGVR, "app", "creds", secretHolds(first))
 	f.Kubectl(t, f.WMW, "patch", "secret", "creds", "-n", "app", "--type=merge", "-p", fmt.Sprintf(`{"stringData":{"password":%q}}`, second))
 	framework.EventuallyObject(t, "the changed Secret at the edge", ec, secretsGVR, "app", "creds", secretHolds(second))
@@ -148,6 +156,72 @@ func TestSecretValuesNeverLogged(t *testing.T) {
 		}
 	}
 	t.Logf("scanned %d events", events)
+
+	// Nor in the metrics of edge-controller-manager or the syncer.
+	for name, address := range map[string]string{"edge-controller-manager": f.ECM.HTTPAddress, "edge-syncer": syncer.HTTPAddress} {
+		metrics := framework.ScrapeMetrics(t, address)
+		for what, s := range secrets {
+			if strings.Contains(metrics, s) {
+				t.Errorf("the metrics of %s hold %s", name, what)
+			}
+		}
+	}
+
+	// Nor in the center's storage (kcp's embedded etcd: its data and write-ahead log), which
+	// holds the workload workspace's Secret encrypted (TestMain) and the assemblages' boxes
+	// sealed: the bytes of every file there. The ConfigMap's value beside the Secret is there in
+	// the clear, in the workload workspace and in the mailbox's assemblage.
+	root := framework.KCP(t).RootDirectory()
+	if root == "" {
+		t.Fatalf("the center kcp was not started by the harness: its storage cannot be read")
+	}
+	needles := map[string]string{"the ConfigMap's value": marker}
+	for what, s := range secrets {
+		if what != "the syncer's private key in base64" { // made at the edge: never at the center
+			needles[what] = s
+		}
+	}
+	// In storage a Secret's data is raw bytes (protobuf), not base64.
+	if raw, err := base64.StdEncoding.DecodeString(secrets["the center's sealing secret in base64"]); err == nil && len(raw) > 0 {
+		needles["the center's sealing secret"] = string(raw)
+	}
+	files, found := scanTree(t, root, needles)
+	if len(found["the ConfigMap's value"]) == 0 {
+		t.Errorf("the ConfigMap's value is in none of the %d files under %s: does the scan read etcd's data?", files, root)
+	}
+	for what, in := range found {
+		if what != "the ConfigMap's value" {
+			t.Errorf("the center's storage holds %s, in %s", what, strings.Join(in, ", "))
+		}
+	}
+	t.Logf("scanned %d files of the center's storage; the ConfigMap's value in %d of them", files, len(found["the ConfigMap's value"]))
+}
+
+// scanTree reads every regular file under root and returns how many it read and, for each
+// needle found, the files holding it.
+func scanTree(t *testing.T, root string, needles map[string]string) (int, map[string][]string) {
+	t.Helper()
+	files, found := 0, map[string][]string{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		files++
+		for what, s := range needles {
+			if bytes.Contains(raw, []byte(s)) {
+				found[what] = append(found[what], strings.TrimPrefix(path, root+string(filepath.Separator)))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("reading the center's storage under %s: %v", root, err)
+	}
+	return files, found
 }
 
 // randomValue is a recognisable value that nothing else holds.
