@@ -118,6 +118,20 @@ func (a *assemblageFeed) refresh(d *destination, at time.Time) {
 	feedDocument(a.v, d.index, doc, a.namespace(d), at)
 }
 
+// bytes is the JSON size of the assemblages and parts the caches hold now.
+func (a *assemblageFeed) bytes() int {
+	n := 0
+	for _, store := range []cache.Indexer{a.assemblages, a.parts} {
+		for _, item := range store.List() {
+			if u, ok := item.(*unstructured.Unstructured); ok {
+				raw, _ := u.MarshalJSON()
+				n += len(raw)
+			}
+		}
+	}
+	return n
+}
+
 // refusals returns how many destinations' assemblages could not be read, and one reason.
 func (a *assemblageFeed) refusals() (int, string) {
 	a.mu.Lock()

@@ -36,7 +36,7 @@ func inMailbox(t *testing.T, mailbox logicalcluster.Name, obj runtime.Object) *u
 func manifest(t *testing.T, k int, image, extra string) string {
 	t.Helper()
 	docs := []string{"apiVersion: v1\nkind: Namespace\nmetadata: {name: " + groupNamespace(0) + "}\n"}
-	for _, u := range workloadObjects(groupNamespace(0), k, 16) {
+	for _, u := range workloadObjects(groupNamespace(0), k, 16, false) {
 		if u.GetKind() == "Deployment" {
 			containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
 			containers[0].(map[string]any)["image"] = image
@@ -65,7 +65,7 @@ func TestAssemblageFeed(t *testing.T) {
 		{index: 0, group: 0, name: "edge-0000", mailboxCluster: "mb0"},
 		{index: 1, group: 0, name: "edge-0001", mailboxCluster: "mb1"},
 	}
-	v := newView(len(dests), workloadKeys(k))
+	v := newView(len(dests), workloadKeys(k, false))
 	feed := newAssemblageFeed(v, dests,
 		func(d *destination) string { return transport.AssemblageName(wmw, placementName(d.group)) },
 		func(d *destination) string { return groupNamespace(d.group) })

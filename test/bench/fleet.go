@@ -451,7 +451,7 @@ func (f *fleet) createWorkload(ctx context.Context) error {
 		if _, err := wmw.Resource(namespacesGVR).Create(ctx, namespaceObject(ns), metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("creating namespace %s in %s: %w", ns, f.wmw, err)
 		}
-		for _, u := range workloadObjects(ns, f.cfg.K, f.cfg.ObjectSize) {
+		for _, u := range workloadObjects(ns, f.cfg.K, f.cfg.ObjectSize, f.cfg.Secrets) {
 			if _, err := wmw.Resource(gvrOf(u)).Namespace(ns).Create(ctx, u, metav1.CreateOptions{}); err != nil {
 				return fmt.Errorf("creating %s %s/%s in %s: %w", u.GetKind(), ns, u.GetName(), f.wmw, err)
 			}

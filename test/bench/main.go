@@ -82,8 +82,11 @@ type config struct {
 	K          int `json:"k"`
 	P          int `json:"p"`
 	ObjectSize int `json:"objectSize"`
-	Parallel   int `json:"parallel"`
-	Workers    int `json:"workers"`
+	// Secrets makes the k-1 objects beside each Deployment Secrets, which travel sealed for each
+	// destination's key, in place of ConfigMaps.
+	Secrets  bool `json:"secrets"`
+	Parallel int  `json:"parallel"`
+	Workers  int  `json:"workers"`
 	// StatusDestinations is how many destinations the status phase changes, one at a time.
 	StatusDestinations   int     `json:"statusDestinations"`
 	StatusTimeoutSeconds float64 `json:"statusTimeoutSeconds"`
@@ -138,6 +141,7 @@ func main() {
 	flag.IntVar(&c.N, "n", 300, "destinations: SyncTargets, mailboxes, syncers and pclusters")
 	flag.IntVar(&c.K, "k", 10, "objects per placement: one Deployment and k-1 ConfigMaps")
 	flag.IntVar(&c.P, "p", 1, "EdgePlacements; placement j selects destinations i with i%p == j, so each destination gets k objects")
+	flag.BoolVar(&c.Secrets, "secrets", false, "the k-1 objects beside each Deployment are Secrets, sealed for each destination's key, instead of ConfigMaps (compare a run with and without)")
 	flag.IntVar(&c.ObjectSize, "object-size", 1024, "bytes of payload in each object (ConfigMap data, Deployment pod template annotation)")
 	flag.IntVar(&c.Parallel, "parallel", 16, "requests at once of the set-up and of the raw client")
 	flag.IntVar(&c.Workers, "workers", 8, "edge-controller-manager --workers")

@@ -82,7 +82,7 @@ func run(ctx context.Context, c config, out io.Writer) (*result, error) {
 
 	watchCtx, stopWatches := context.WithCancel(ctx)
 	defer stopWatches()
-	keys := workloadKeys(c.K)
+	keys := workloadKeys(c.K, c.Secrets)
 	mailboxes, edges := newView(c.N, keys), newView(c.N, keys)
 	say("watching the assemblages in the mailboxes, the pclusters and the placements")
 	feed, synced, err := f.watchAssemblages(watchCtx, mailboxes)
@@ -312,12 +312,14 @@ func (f *fleet) fanout(ctx context.Context, feed *assemblageFeed, mailboxes, edg
 	fig.AssemblageWrites = whole.sum(isAssemblageWrite)
 	fig.AssemblageWritesPerDestination = fig.AssemblageWrites / float64(c.N)
 	fig.AssemblageStatusWrites = whole.sum(isAssemblageStatusWrite)
+	fig.AssemblageBytes = feed.bytes()
+	fig.AssemblageBytesPerDestination = float64(fig.AssemblageBytes) / float64(c.N)
 	edgeDelta := edgeRequests.since(ctx)
 	fig.EdgeKCPRequests = edgeDelta.rates(fig.EdgeSeconds, nil, topRequests)
 	fig.CenterKCPRefused, fig.EdgeKCPRefused = whole.sum(isRefused), edgeDelta.sum(isRefused)
 	_, fig.EdgeDestinations, _ = edges.counts()
-	say("fan-out: all %d objects at the edges after %.1fs; %.0f assemblage writes (%.2f per destination)",
-		fig.Objects, fig.EdgeSeconds, fig.AssemblageWrites, fig.AssemblageWritesPerDestination)
+	say("fan-out: all %d objects at the edges after %.1fs; %.0f assemblage writes (%.2f per destination), %.0f bytes of assemblages per destination",
+		fig.Objects, fig.EdgeSeconds, fig.AssemblageWrites, fig.AssemblageWritesPerDestination, fig.AssemblageBytesPerDestination)
 	fig.MailboxObjectsPerSecond = float64(fig.Objects) / fig.MailboxSeconds
 	perMailbox := seconds(t0, mailboxes.completeTimes())
 	fig.MailboxP50Seconds, fig.MailboxP99Seconds = percentile(perMailbox, 0.50), percentile(perMailbox, 0.99)
@@ -701,7 +703,7 @@ func (f *fleet) raw(ctx context.Context, fig *rawFigures) error {
 		return err
 	}
 	fig.MailboxObjectsPerSecond, fig.MailboxCenterKCPCPUSeconds = float64(fig.Objects)/fig.MailboxSeconds, cpu.centerKCP
-	if fig.EdgeSeconds, cpu, err = write("pclusters", pclusters, workloadObjects(rawNamespace, c.K, c.ObjectSize)); err != nil {
+	if fig.EdgeSeconds, cpu, err = write("pclusters", pclusters, workloadObjects(rawNamespace, c.K, c.ObjectSize, false)); err != nil {
 		return err
 	}
 	fig.EdgeObjectsPerSecond, fig.EdgeKCPCPUSeconds = float64(fig.Objects)/fig.EdgeSeconds, cpu.edgeKCP

@@ -116,6 +116,11 @@ type fanoutFigures struct {
 	AssemblageWrites               float64 `json:"assemblageWrites"`
 	AssemblageWritesPerDestination float64 `json:"assemblageWritesPerDestination"`
 	AssemblageStatusWrites         float64 `json:"assemblageStatusWrites"`
+	// AssemblageBytes is the JSON size of every destination's assemblage and parts once all are
+	// complete (what kcp stores, and each syncer reads); AssemblageBytesPerDestination per
+	// destination.
+	AssemblageBytes               int     `json:"assemblageBytes"`
+	AssemblageBytesPerDestination float64 `json:"assemblageBytesPerDestination"`
 	// The most frequent requests each kcp served during the fan-out.
 	CenterKCPRequests []requestRate `json:"centerKCPRequests"`
 	EdgeKCPRequests   []requestRate `json:"edgeKCPRequests"`

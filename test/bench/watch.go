@@ -195,7 +195,11 @@ func (f *fleet) watchEdges(ctx context.Context, v *view) ([]cache.InformerSynced
 			return nil, err
 		}
 		factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(client, 0, groupNamespace(d.group), nil)
-		for _, gvr := range []schema.GroupVersionResource{configMapsGVR, deploymentsGVR} {
+		others := configMapsGVR
+		if f.cfg.Secrets {
+			others = secretsGVR
+		}
+		for _, gvr := range []schema.GroupVersionResource{others, deploymentsGVR} {
 			inf := factory.ForResource(gvr).Informer()
 			if _, err := inf.AddEventHandler(v.handler(gvr, func(*unstructured.Unstructured) (int, bool) { return d.index, true })); err != nil {
 				return nil, err

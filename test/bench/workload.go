@@ -13,6 +13,7 @@ import (
 var (
 	deploymentsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
 	configMapsGVR  = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	secretsGVR     = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 	namespacesGVR  = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 	placementsGVR  = edgev1alpha1.SchemeGroupVersion.WithResource("edgeplacements")
 	syncTargetsGVR = edgev1alpha1.SchemeGroupVersion.WithResource("synctargets")
@@ -45,9 +46,9 @@ func destinationName(i int) string { return fmt.Sprintf("edge-%04d", i) }
 func objectKey(gvr schema.GroupVersionResource, name string) string { return gvr.Resource + "/" + name }
 
 // workloadKeys are the keys of the k objects that workloadObjects makes.
-func workloadKeys(k int) map[string]bool {
+func workloadKeys(k int, secrets bool) map[string]bool {
 	keys := map[string]bool{}
-	for _, u := range workloadObjects("x", k, 0) {
+	for _, u := range workloadObjects("x", k, 0, secrets) {
 		keys[objectKey(gvrOf(u), u.GetName())] = true
 	}
 	return keys
@@ -83,9 +84,20 @@ func configMapObjects(namespace string, k, size int) []*unstructured.Unstructure
 	return objs
 }
 
+// secretObject is a Secret with the payload as its one value: the translator seals it for each
+// destination's key.
+func secretObject(namespace, name, payload string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1",
+		"kind":       "Secret",
+		"metadata":   map[string]any{"name": name, "namespace": namespace},
+		"stringData": map[string]any{"payload": payload},
+	}}
+}
+
 // workloadObjects are the k objects of one placement's namespace: a Deployment and k-1
-// ConfigMaps, each with size bytes of payload.
-func workloadObjects(namespace string, k, size int) []*unstructured.Unstructured {
+// ConfigMaps (Secrets, with secrets), each with size bytes of payload.
+func workloadObjects(namespace string, k, size int, secrets bool) []*unstructured.Unstructured {
 	payload := payload(size)
 	objs := []*unstructured.Unstructured{{Object: map[string]any{
 		"apiVersion": "apps/v1",
@@ -104,14 +116,21 @@ func workloadObjects(namespace string, k, size int) []*unstructured.Unstructured
 		},
 	}}}
 	for i := 1; i < k; i++ {
-		objs = append(objs, configMapObject(namespace, configMapName(i), payload))
+		if secrets {
+			objs = append(objs, secretObject(namespace, configMapName(i), payload))
+		} else {
+			objs = append(objs, configMapObject(namespace, configMapName(i), payload))
+		}
 	}
 	return objs
 }
 
 func gvrOf(u *unstructured.Unstructured) schema.GroupVersionResource {
-	if u.GetKind() == "Deployment" {
+	switch u.GetKind() {
+	case "Deployment":
 		return deploymentsGVR
+	case "Secret":
+		return secretsGVR
 	}
 	return configMapsGVR
 }
