@@ -37,7 +37,10 @@ spec:
   downsync: [{namespaces: [vault]}]
 `
 
-// TestSealedSecret places a Secret on a logical-cluster edge with a real syncer: the syncer
+// TestSealedSecret upgrades a fleet from the release before sealing, whose mailbox carries a
+// Secret in the clear and whose edge holds it: the upgraded syncer publishes its key, the
+// upgraded center seals the next version for it, and the Secret at the edge is not recreated.
+// Then, on a logical-cluster edge with a real syncer: the syncer
 // publishes its key in the SyncerConfig's status, the Secret arrives at the edge with its value,
 // and the mailbox holds it sealed for that key only: neither the value nor its base64 form is in
 // any assemblage or part, as kubectl shows them or decoded. A restarted syncer keeps its key:
@@ -51,29 +54,103 @@ func TestSealedSecret(t *testing.T) {
 	made := framework.StartLogicalPClusters(t, "edge-vault")
 	f := framework.NewFleet(t, map[string]string{"edge-vault": "vault"})
 	p := made()["edge-vault"]
-	syncer := framework.StartSyncer(t, f.ESPW, f.IMW, "edge-vault", p)
 	edge := p.DynamicClient(t)
-	f.Apply(t, f.WMW, sealedWorkload)
-	encoded := base64.StdEncoding.EncodeToString([]byte(sealedValue))
-	framework.EventuallyObject(t, "the Secret at the edge", edge, secrets, "vault", "creds", framework.FieldIs(encoded, "data", "password"))
-
 	mbPath := f.Mailbox(t, "edge-vault")
 	mailbox := framework.KCP(t).DynamicClient(t, mbPath)
+	encoded := base64.StdEncoding.EncodeToString([]byte(sealedValue))
+	syncerConfigs := edgev1alpha1.SchemeGroupVersion.WithResource("syncerconfigs")
+	framework.EventuallyObject(t, "the mailbox set up", framework.KCP(t).DynamicClient(t, f.IMW), edgev1alpha1.SchemeGroupVersion.WithResource("synctargets"), "", "edge-vault",
+		func(u *unstructured.Unstructured) string {
+			if status, reason, msg := framework.ConditionStatus(u, string(edgev1alpha1.SyncTargetMailboxReady)); status != metav1.ConditionTrue {
+				return "MailboxReady is " + string(status) + " " + reason + ": " + msg
+			}
+			return ""
+		})
+
+	// The fleet as the release before sealing leaves it: its translator wrote the Secret into the
+	// mailbox in the clear, beside a SyncerConfig without a key, and the syncer applied it at the
+	// edge. Made here with edge-controller-manager stopped: the workload, then what that release
+	// wrote into the mailbox; the syncer applies it (while the center is down nothing seals).
+	f.ECM.Kill()
+	f.Apply(t, f.WMW, sealedWorkload)
+	wmwCluster := logicalcluster.From(framework.GetObject(t, framework.KCP(t).DynamicClient(t, f.WMW), placements, "", "vault")).String()
+	asmName := transport.AssemblageName(wmwCluster, "vault")
+	inTheClear := framework.Entries(t, `apiVersion: v1
+kind: Namespace
+metadata: {name: vault}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: creds, namespace: vault}
+type: Opaque
+data: {password: `+encoded+`}
+`)
+	previous, previousParts := framework.EncodeAssemblage(t, wmwCluster, "vault", inTheClear)
+	framework.WriteAssemblage(t, mailbox, previous, previousParts)
+	if _, err := mailbox.Resource(syncerConfigs).Create(framework.Context(t, 30*time.Second), &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": edgev1alpha1.SchemeGroupVersion.String(), "kind": "SyncerConfig",
+		"metadata": map[string]any{"name": edgev1alpha1.SyncerConfigName}, "spec": map[string]any{},
+	}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("writing the SyncerConfig as the release before sealing did: %v", err)
+	}
+	syncer := framework.StartSyncer(t, f.ESPW, f.IMW, "edge-vault", p)
+	upgraded := framework.EventuallyObject(t, "the Secret at the edge, from the clear version", edge, secrets, "vault", "creds", framework.FieldIs(encoded, "data", "password"))
+
+	// sealedFor waits until the assemblage carries the Secret sealed for key id, and that version
+	// is applied at the edge.
+	sealedFor := func(id string) {
+		t.Helper()
+		framework.Eventually(t, framework.Converge, func() (bool, string) {
+			a := framework.GetAssemblage(t, mailbox, asmName)
+			d, err := transport.DecodeAssemblage(a, nil)
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, e := range d.Objects {
+				if e.Key().String() == "secrets/vault/creds" && (e.Sealed == nil || e.Sealed.KeyID != id) {
+					return false, "the Secret is not sealed for key " + id + " yet"
+				}
+			}
+			if a.Status.AppliedVersion != a.Spec.Version {
+				return false, "version " + a.Spec.Version + " is not applied yet (applied: " + a.Status.AppliedVersion + ")"
+			}
+			return true, ""
+		})
+	}
+
+	// The upgraded syncer publishes its key; the upgraded center seals the next version for it,
+	// and the syncer applies it: the Secret at the edge is the same object, with the same value.
+	var keyID string
+	framework.Eventually(t, framework.Converge, func() (bool, string) {
+		u, err := mailbox.Resource(syncerConfigs).Get(framework.Context(t, 10*time.Second), edgev1alpha1.SyncerConfigName, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		keyID, _, _ = unstructured.NestedString(u.Object, "status", "keyID")
+		return keyID != "", "the syncer has published no key"
+	})
+	if a := framework.GetAssemblage(t, mailbox, asmName); a.Spec.Version != previous.Spec.Version {
+		t.Fatalf("the assemblage went from version %s to %s while edge-controller-manager was stopped", previous.Spec.Version, a.Spec.Version)
+	}
+	f.ECM.Restart()
+	f.ECM.WaitReady(t, 2*time.Minute)
+	sealedFor(keyID)
+	if got := framework.GetObject(t, edge, secrets, "vault", "creds"); got.GetUID() != upgraded.GetUID() || framework.FieldOf(got, "data", "password") != encoded {
+		t.Errorf("after the upgrade the Secret at the edge is uid %s with %q, want uid %s with the placed value (not recreated)", got.GetUID(), framework.FieldOf(got, "data", "password"), upgraded.GetUID())
+	}
+
 	cfg := &edgev1alpha1.SyncerConfig{}
-	u, err := mailbox.Resource(edgev1alpha1.SchemeGroupVersion.WithResource("syncerconfigs")).Get(framework.Context(t, 10*time.Second), edgev1alpha1.SyncerConfigName, metav1.GetOptions{})
+	u, err := mailbox.Resource(syncerConfigs).Get(framework.Context(t, 10*time.Second), edgev1alpha1.SyncerConfigName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, cfg); err != nil {
 		t.Fatal(err)
 	}
-	keyID := cfg.Status.KeyID
 	if pub, err := transport.ParsePublicKey(cfg.Status.PublicKey); err != nil || transport.KeyID(pub) != keyID {
 		t.Fatalf("the SyncerConfig's status publishes key %q with id %q: %v", cfg.Status.PublicKey, keyID, err)
 	}
 
-	wmwCluster := logicalcluster.From(framework.GetObject(t, framework.KCP(t).DynamicClient(t, f.WMW), placements, "", "vault")).String()
-	asmName := transport.AssemblageName(wmwCluster, "vault")
 	a := framework.GetAssemblage(t, mailbox, asmName)
 	list, err := mailbox.Resource(edgev1alpha1.SchemeGroupVersion.WithResource("assemblageparts")).List(framework.Context(t, 10*time.Second), metav1.ListOptions{})
 	if err != nil {
@@ -126,28 +203,6 @@ func TestSealedSecret(t *testing.T) {
 	if after.GetUID() != before.GetUID() || after.GetResourceVersion() != before.GetResourceVersion() {
 		t.Errorf("the Secret at the edge was rewritten across the restart: uid %s rv %s, now uid %s rv %s",
 			before.GetUID(), before.GetResourceVersion(), after.GetUID(), after.GetResourceVersion())
-	}
-
-	// sealedFor waits until the assemblage carries the Secret sealed for key id, and that version
-	// is applied at the edge.
-	sealedFor := func(id string) {
-		t.Helper()
-		framework.Eventually(t, framework.Converge, func() (bool, string) {
-			a := framework.GetAssemblage(t, mailbox, asmName)
-			d, err := transport.DecodeAssemblage(a, nil)
-			if err != nil {
-				return false, err.Error()
-			}
-			for _, e := range d.Objects {
-				if e.Key().String() == "secrets/vault/creds" && (e.Sealed == nil || e.Sealed.KeyID != id) {
-					return false, "the Secret is not sealed for key " + id + " yet"
-				}
-			}
-			if a.Status.AppliedVersion != a.Spec.Version {
-				return false, "version " + a.Spec.Version + " is not applied yet (applied: " + a.Status.AppliedVersion + ")"
-			}
-			return true, ""
-		})
 	}
 
 	// kubectl edge rotate-key: the running syncer makes and publishes a new key, which the
