@@ -54,7 +54,7 @@ func TestSmallFleet(t *testing.T) {
 	want := map[string]map[string]string{
 		"config": {"n": positive, "k": positive, "p": positive, "objectSize": positive, "parallel": positive, "workers": positive,
 			"statusDestinations": positive, "statusTimeoutSeconds": positive, "idleSeconds": positive, "profileSeconds": positive,
-			"noWebhookAdmission": anything, "centerKCPArgs": list, "shards": positive, "edgeKCPAdmin": anything},
+			"noWebhookAdmission": anything, "centerKCPArgs": list, "shards": positive, "edgeKCPAdmin": anything, "secrets": anything},
 		"machine": {"cores": positive, "loadAverageBefore": anything, "memTotalGB": positive, "memAvailableGBBefore": positive},
 		"setup": {"kcpStartSeconds": positive, "centerSeconds": positive, "locationsSeconds": positive, "mailboxesSeconds": positive,
 			"pclustersSeconds": positive, "credentialsSeconds": positive, "syncersSeconds": anything, "workloadSeconds": positive, "totalSeconds": positive},
@@ -67,6 +67,7 @@ func TestSmallFleet(t *testing.T) {
 			"edgeDestinations": positive, "controllerCPUSeconds": anything, "syncersCPUSeconds": anything, "centerKCPCPUSeconds": positive, "edgeKCPCPUSeconds": positive, "benchCPUSeconds": anything,
 			"mailboxPhaseCenterWrites": list, "mailboxPhaseCenterWritesTotal": positive,
 			"assemblageWrites": positive, "assemblageWritesPerDestination": positive, "assemblageStatusWrites": anything,
+			"assemblageBytes": positive, "assemblageBytesPerDestination": positive,
 			"centerKCPRequests": list, "edgeKCPRequests": list, "centerKCPRefused": anything, "edgeKCPRefused": anything},
 		"update": {"destinations": positive, "mailboxP50Seconds": positive, "mailboxP90Seconds": positive, "mailboxMaxSeconds": positive,
 			"p50Seconds": positive, "p90Seconds": positive, "p99Seconds": positive, "maxSeconds": positive, "p90RatioToRaw": positive,
