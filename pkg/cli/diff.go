@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/fleetview"
 	"github.com/kcp-dev/edge-mc/pkg/placement-translator/customize"
 	"github.com/kcp-dev/edge-mc/pkg/placement-translator/projection"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
@@ -563,26 +564,7 @@ func destinationsOf(ctx context.Context, dyn dynamic.Interface, wmw logicalclust
 	if err != nil {
 		return nil, fmt.Errorf("listing the SinglePlacementSlices of %s: %w", wmw, err)
 	}
-	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].GetName() < list.Items[j].GetName() })
-	out := map[string][]edgev1alpha1.SinglePlacement{}
-	for i := range list.Items {
-		u := &list.Items[i]
-		owner := ""
-		for _, ref := range u.GetOwnerReferences() {
-			if ref.Kind == "EdgePlacement" && ref.Controller != nil && *ref.Controller {
-				owner = ref.Name
-			}
-		}
-		if owner == "" {
-			continue
-		}
-		s := &edgev1alpha1.SinglePlacementSlice{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, s); err != nil {
-			return nil, fmt.Errorf("decoding SinglePlacementSlice %s: %w", u.GetName(), err)
-		}
-		out[owner] = append(out[owner], s.Destinations...)
-	}
-	return out, nil
+	return fleetview.DestinationsOf(list.Items)
 }
 
 func destinationName(d edgev1alpha1.SinglePlacement) string {

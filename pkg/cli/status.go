@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/fleetview"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
 	"github.com/kcp-dev/edge-mc/pkg/workspaces"
 )
@@ -254,57 +255,6 @@ func viewOf(p *edgev1alpha1.EdgePlacement) placementView {
 	return v
 }
 
-// placementState says in a word or two where a placement stands.
-func placementState(p *edgev1alpha1.EdgePlacement) string {
-	s := p.Status.Summary
-	n := p.Status.MatchingSyncTargetCount
-	switch {
-	case p.Spec.Rollout != nil && p.Spec.Rollout.Paused:
-		return "Paused"
-	case s == nil:
-		return "Unknown (no summary: is the status-summarizer running?)"
-	case n == 0:
-		return "NoDestinations"
-	case s.Failed > 0:
-		return "Failing"
-	case s.Ready == n:
-		return "Ready"
-	case s.Stale > 0 && s.Pending == 0 && s.Applied == 0:
-		return "Stale"
-	case s.Pending == 0 && s.Applied > 0:
-		// Delivered everywhere it can be; what is left is for the edges' objects to turn ready.
-		return "NotReady"
-	default:
-		return "RollingOut"
-	}
-}
-
-// problemConditions are the conditions of a placement that say something is wrong with its
-// spec or its objects, which the user must fix: what the table's counts do not show.
-func problemConditions(p *edgev1alpha1.EdgePlacement) []metav1.Condition {
-	var out []metav1.Condition
-	for _, c := range p.Status.Conditions {
-		bad := false
-		switch c.Type {
-		case edgev1alpha1.PlacementScheduled, edgev1alpha1.PlacementDestinationsPicked:
-			bad = c.Status == metav1.ConditionFalse
-		case edgev1alpha1.PlacementProjected:
-			// Pending and MailboxNotReady pass by themselves; NoDestinations is Scheduled's.
-			bad = c.Status == metav1.ConditionFalse && c.Reason == "ProjectionFailed"
-		case edgev1alpha1.PlacementConflict, edgev1alpha1.PlacementUpsyncConflict, edgev1alpha1.PlacementRolloutStalled:
-			bad = c.Status == metav1.ConditionTrue
-		case edgev1alpha1.PlacementDependenciesReady:
-			bad = c.Reason == edgev1alpha1.ReasonDependencyMissing || c.Reason == edgev1alpha1.ReasonDependencyCycle
-		case edgev1alpha1.PlacementUpsynced:
-			bad = c.Status == metav1.ConditionFalse && c.Reason == "UpsyncFailed"
-		}
-		if bad {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
 func (so *statusOptions) printPlacements(out io.Writer, where string, items []edgev1alpha1.EdgePlacement, detail bool) error {
 	if so.output == "name" {
 		for i := range items {
@@ -458,32 +408,6 @@ type targetView struct {
 	Placements    []assemblageView `json:"placements"`
 }
 
-// assemblageView is one placement's assemblage in the mailbox, and the state of each of its
-// objects at the edge.
-type assemblageView struct {
-	// Workspace is the logical cluster of the placement's workload workspace.
-	Workspace       string       `json:"workspace"`
-	Placement       string       `json:"placement"`
-	Assemblage      string       `json:"assemblage"`
-	Version         string       `json:"version"`
-	ObservedVersion string       `json:"observedVersion,omitempty"`
-	AppliedVersion  string       `json:"appliedVersion,omitempty"`
-	State           string       `json:"state"`
-	Reason          string       `json:"reason,omitempty"`
-	Objects         []objectView `json:"objects,omitempty"`
-	// Drift is the syncer's report of drift at the edge (nil: none so far).
-	Drift *edgev1alpha1.DriftReport `json:"drift,omitempty"`
-}
-
-// objectView is one object of an assemblage at the edge.
-type objectView struct {
-	Object string `json:"object"`
-	State  string `json:"state"`
-	Reason string `json:"reason,omitempty"`
-	// SharedFrom names the assemblage that carries the object, when this one only shares it.
-	SharedFrom string `json:"sharedFrom,omitempty"`
-}
-
 var (
 	assemblagesGVR   = edgev1alpha1.SchemeGroupVersion.WithResource("assemblages")
 	syncerConfigsGVR = edgev1alpha1.SchemeGroupVersion.WithResource("syncerconfigs")
@@ -590,38 +514,21 @@ func (inv *inventoryClients) mailboxOf(st *edgev1alpha1.SyncTarget) (logicalclus
 	return mbPath, client, nil
 }
 
-// assemblageViews reads the assemblages of a mailbox, each with its objects' states, sorted by
-// workspace and placement.
+// The views of placements and mailboxes live in pkg/fleetview, which kubectl edge dashboard
+// shares.
+type (
+	assemblageView = fleetview.Assemblage
+	objectView     = fleetview.Object
+)
+
+func placementState(p *edgev1alpha1.EdgePlacement) string { return fleetview.PlacementState(p) }
+
+func problemConditions(p *edgev1alpha1.EdgePlacement) []metav1.Condition {
+	return fleetview.ProblemConditions(p)
+}
+
 func assemblageViews(items []unstructured.Unstructured) ([]assemblageView, error) {
-	views := make([]assemblageView, 0, len(items))
-	for i := range items {
-		a := &edgev1alpha1.Assemblage{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(items[i].Object, a); err != nil {
-			return nil, fmt.Errorf("reading assemblage %s: %w", items[i].GetName(), err)
-		}
-		state := transport.DestinationState(a)
-		v := assemblageView{
-			Workspace: a.Spec.Placement.Cluster, Placement: a.Spec.Placement.Name, Assemblage: a.Name,
-			Version: a.Spec.Version, ObservedVersion: a.Status.ObservedVersion, AppliedVersion: a.Status.AppliedVersion,
-			State: string(state.State), Reason: state.Reason, Drift: a.Status.Drift,
-		}
-		sharedFrom := map[string]string{}
-		for _, sh := range a.Spec.Shared {
-			sharedFrom[sh.Object] = sh.Assemblage
-		}
-		states := transport.ObjectStates(a)
-		for _, o := range transport.ObjectsOf(a) {
-			v.Objects = append(v.Objects, objectView{Object: o, State: string(states[o].State), Reason: states[o].Reason, SharedFrom: sharedFrom[o]})
-		}
-		views = append(views, v)
-	}
-	sort.Slice(views, func(i, j int) bool {
-		if views[i].Workspace != views[j].Workspace {
-			return views[i].Workspace < views[j].Workspace
-		}
-		return views[i].Placement < views[j].Placement
-	})
-	return views, nil
+	return fleetview.Assemblages(items)
 }
 
 // printTarget prints what --target shows: the syncer, then per placement its assemblage's
