@@ -71,7 +71,7 @@ Kubernetes clusters. It talks to kcp with your kubeconfig, as kubectl does (--ku
 	cmd.PersistentFlags().DurationVar(&o.Timeout, "timeout", workspaces.DefaultTimeout, "how long to wait for workspaces, bindings and mailboxes to become ready")
 
 	cmd.AddCommand(newInitCommand(o), newEnsureCommand(o), newRemoveCommand(o), newPrepForSyncerCommand(o), newStatusCommand(o), newRolloutCommand(o), newDiffCommand(o), newRotateKeyCommand(o),
-		newVersionCommand(o), newCompletionCommand(cmd))
+		newDashboardCommand(o), newVersionCommand(o), newCompletionCommand(cmd))
 	refuseUnknownVerbs(cmd)
 	o.completeWorkspaceFlags(cmd)
 	return cmd

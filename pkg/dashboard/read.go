@@ -1,0 +1,579 @@
+package dashboard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/kcp-dev/logicalcluster/v3"
+	kcpclientset "github.com/kcp-dev/sdk/client/clientset/versioned/cluster"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/fleetview"
+	"github.com/kcp-dev/edge-mc/pkg/transport"
+	"github.com/kcp-dev/edge-mc/pkg/workspaces"
+)
+
+var (
+	placementsGVR  = edgev1alpha1.SchemeGroupVersion.WithResource("edgeplacements")
+	slicesGVR      = edgev1alpha1.SchemeGroupVersion.WithResource("singleplacementslices")
+	syncTargetsGVR = edgev1alpha1.SchemeGroupVersion.WithResource("synctargets")
+	locationsGVR   = edgev1alpha1.SchemeGroupVersion.WithResource("locations")
+	assemblagesGVR = edgev1alpha1.SchemeGroupVersion.WithResource("assemblages")
+	leasesGVR      = schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
+)
+
+// readParallel bounds the reads of a page in flight at once (a placement's destinations'
+// assemblages, one per mailbox).
+const readParallel = 16
+
+// reader reads the fleet from kcp with the user's credentials: get and list only.
+type reader struct {
+	base *rest.Config
+	wmws []logicalcluster.Path
+	imws []logicalcluster.Path
+
+	mu      sync.Mutex
+	clients map[string]dynamic.Interface
+	kcp     kcpclientset.ClusterInterface
+}
+
+func newReader(base *rest.Config, wmws, imws []logicalcluster.Path) (*reader, error) {
+	kcp, err := kcpclientset.NewForConfig(base)
+	if err != nil {
+		return nil, err
+	}
+	return &reader{base: base, wmws: wmws, imws: imws, clients: map[string]dynamic.Interface{}, kcp: kcp}, nil
+}
+
+// client returns the dynamic client of one workspace (a path or a logical cluster's name).
+func (r *reader) client(ws string) (dynamic.Interface, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c := r.clients[ws]; c != nil {
+		return c, nil
+	}
+	c, err := dynamic.NewForConfig(workspaces.ConfigFor(r.base, logicalcluster.NewPath(ws)))
+	if err != nil {
+		return nil, err
+	}
+	r.clients[ws] = c
+	return c, nil
+}
+
+func (r *reader) resource(ws string, gvr schema.GroupVersionResource) (dynamic.NamespaceableResourceInterface, error) {
+	c, err := r.client(ws)
+	if err != nil {
+		return nil, err
+	}
+	return c.Resource(gvr), nil
+}
+
+// readError says what failed in words a user acts on.
+func readError(what, ws string, err error) error {
+	var netErr net.Error
+	var urlErr *url.Error
+	switch {
+	case apierrors.IsUnauthorized(err):
+		return fmt.Errorf("kcp refused your credentials reading %s in %s (401 Unauthorized): they may have expired; log in again or renew the kubeconfig's token, and the page recovers by itself", what, ws)
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("your credentials may not read %s in workspace %s (403 Forbidden); ask its admin for get, list and watch there, or leave it out", what, ws)
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+		return fmt.Errorf("workspace %s does not exist or serves no %s: is the path right, and does it bind edge.kcp.io?", ws, what)
+	case errors.As(err, &urlErr) || errors.As(err, &netErr):
+		return fmt.Errorf("cannot reach kcp reading %s in %s: %v", what, ws, err)
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("kcp did not answer in time reading %s in %s", what, ws)
+	}
+	return fmt.Errorf("reading %s in %s: %w", what, ws, err)
+}
+
+func decode[T any](u *unstructured.Unstructured, into *T) error {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into); err != nil {
+		return fmt.Errorf("decoding %s %s: %w", u.GetKind(), u.GetName(), err)
+	}
+	return nil
+}
+
+// workloadWorkspace is what the fleet page shows of one workload workspace.
+type workloadWorkspace struct {
+	Path       string
+	Cluster    string
+	Placements []placementRow
+	// destinations of each placement, by name (the fleet page needs only their inventories).
+	destinations map[string][]edgev1alpha1.SinglePlacement
+}
+
+// placementRow is one placement on the fleet page.
+type placementRow struct {
+	Workspace    string
+	Name         string
+	State        string
+	Destinations int32
+	Counts       edgev1alpha1.DestinationCounts
+	Bars         []bar
+	Problems     []metav1.Condition
+	Broken       []edgev1alpha1.BrokenEntry
+	BrokenCount  int32
+	Rollout      *rolloutView
+}
+
+// rolloutView is a placement's rollout as the pages show it.
+type rolloutView struct {
+	Revision   string
+	Paused     bool
+	PausedAt   string
+	InProgress bool
+	Stages     []edgev1alpha1.StageStatus
+	History    []edgev1alpha1.RevisionHistory
+}
+
+// bar is one state's part of a placement's bar.
+type bar struct {
+	State      string
+	Count      int32
+	X, Percent float64
+}
+
+// edgeRow is one SyncTarget on the fleet page.
+type edgeRow struct {
+	Inventory   string
+	Name        string
+	SyncerReady string
+	Reason      string
+	Message     string
+	Since       *metav1.Time
+}
+
+func newPlacementRow(ws string, p *edgev1alpha1.EdgePlacement) placementRow {
+	row := placementRow{
+		Workspace: ws, Name: p.Name, State: fleetview.PlacementState(p),
+		Destinations: p.Status.MatchingSyncTargetCount, Problems: fleetview.ProblemConditions(p),
+		Broken: p.Status.Broken, BrokenCount: p.Status.BrokenCount,
+	}
+	if p.Status.Summary != nil {
+		row.Counts = *p.Status.Summary
+	}
+	c := row.Counts
+	x := 0.0
+	for _, b := range []bar{{State: "Ready", Count: c.Ready}, {State: "Applied", Count: c.Applied}, {State: "Pending", Count: c.Pending}, {State: "Failed", Count: c.Failed}, {State: "Stale", Count: c.Stale}} {
+		if row.Destinations > 0 && b.Count > 0 {
+			b.X, b.Percent = x, 100*float64(b.Count)/float64(row.Destinations)
+			x += b.Percent
+			row.Bars = append(row.Bars, b)
+		}
+	}
+	row.Rollout = newRolloutView(p)
+	return row
+}
+
+func newRolloutView(p *edgev1alpha1.EdgePlacement) *rolloutView {
+	s := p.Status.Rollout
+	if s == nil && p.Spec.Rollout == nil {
+		return nil
+	}
+	v := &rolloutView{Paused: p.Spec.Rollout != nil && p.Spec.Rollout.Paused}
+	if s != nil {
+		v.Revision, v.PausedAt, v.Stages, v.History = s.Revision, s.PausedAt, s.Stages, s.History
+		for _, st := range s.Stages {
+			if st.InFlight > 0 || st.Waiting > 0 || st.Updated < st.Destinations {
+				v.InProgress = true
+			}
+		}
+	}
+	return v
+}
+
+// fleet is what the fleet page shows.
+type fleet struct {
+	Workspaces []workloadWorkspace
+	// StaleEdges are the SyncTargets whose syncer is not ready, of every inventory workspace
+	// that the placements reach or --imw names.
+	StaleEdges []edgeRow
+	EdgeCount  int
+	Rollouts   []placementRow
+	Broken     []placementRow
+	Problems   []error
+}
+
+func (r *reader) fleet(ctx context.Context) (*fleet, error) {
+	f := &fleet{}
+	inventories := map[string]bool{}
+	for _, p := range r.imws {
+		inventories[p.String()] = true
+	}
+	for _, wmw := range r.wmws {
+		ws, err := r.workloadWorkspace(ctx, wmw.String())
+		if err != nil {
+			f.Problems = append(f.Problems, err)
+			continue
+		}
+		for _, dests := range ws.destinations {
+			for _, d := range dests {
+				inventories[d.Cluster] = true
+			}
+		}
+		for _, row := range ws.Placements {
+			if row.Rollout != nil && (row.Rollout.InProgress || row.Rollout.Paused) {
+				f.Rollouts = append(f.Rollouts, row)
+			}
+			if row.BrokenCount > 0 || len(row.Problems) > 0 {
+				f.Broken = append(f.Broken, row)
+			}
+		}
+		f.Workspaces = append(f.Workspaces, *ws)
+	}
+	for _, inv := range sortedKeys(inventories) {
+		sts, err := r.syncTargets(ctx, inv)
+		if err != nil {
+			f.Problems = append(f.Problems, err)
+			continue
+		}
+		f.EdgeCount += len(sts)
+		for i := range sts {
+			if row, stale := edgeRowOf(inv, &sts[i]); stale {
+				f.StaleEdges = append(f.StaleEdges, row)
+			}
+		}
+	}
+	if len(f.Problems) > 0 && len(f.Workspaces) == 0 {
+		return nil, errors.Join(f.Problems...)
+	}
+	return f, nil
+}
+
+// edgeRowOf is a SyncTarget's row, and whether its syncer is not ready (silent, or never heard).
+func edgeRowOf(inv string, st *edgev1alpha1.SyncTarget) (edgeRow, bool) {
+	row := edgeRow{Inventory: inv, Name: st.Name, SyncerReady: "Unknown", Reason: "NoCondition", Message: "the mailbox controller has not reported on this SyncTarget yet"}
+	if c := meta.FindStatusCondition(st.Status.Conditions, edgev1alpha1.SyncTargetSyncerReady); c != nil {
+		row.SyncerReady, row.Reason, row.Message, row.Since = string(c.Status), c.Reason, c.Message, &c.LastTransitionTime
+	}
+	return row, row.SyncerReady != string(metav1.ConditionTrue)
+}
+
+func (r *reader) workloadWorkspace(ctx context.Context, wmw string) (*workloadWorkspace, error) {
+	placements, err := r.resource(wmw, placementsGVR)
+	if err != nil {
+		return nil, err
+	}
+	list, err := placements.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, readError("EdgePlacements", wmw, err)
+	}
+	ws := &workloadWorkspace{Path: wmw}
+	for i := range list.Items {
+		p := edgev1alpha1.EdgePlacement{}
+		if err := decode(&list.Items[i], &p); err != nil {
+			return nil, err
+		}
+		ws.Cluster = logicalcluster.From(&p).String()
+		ws.Placements = append(ws.Placements, newPlacementRow(wmw, &p))
+	}
+	sort.Slice(ws.Placements, func(i, j int) bool { return ws.Placements[i].Name < ws.Placements[j].Name })
+	if ws.destinations, err = r.destinations(ctx, wmw); err != nil {
+		return nil, err
+	}
+	return ws, nil
+}
+
+func (r *reader) destinations(ctx context.Context, wmw string) (map[string][]edgev1alpha1.SinglePlacement, error) {
+	slices, err := r.resource(wmw, slicesGVR)
+	if err != nil {
+		return nil, err
+	}
+	list, err := slices.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, readError("SinglePlacementSlices", wmw, err)
+	}
+	return fleetview.DestinationsOf(list.Items)
+}
+
+func (r *reader) syncTargets(ctx context.Context, inv string) ([]edgev1alpha1.SyncTarget, error) {
+	client, err := r.resource(inv, syncTargetsGVR)
+	if err != nil {
+		return nil, err
+	}
+	list, err := client.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, readError("SyncTargets", inv, err)
+	}
+	out := make([]edgev1alpha1.SyncTarget, len(list.Items))
+	for i := range list.Items {
+		if err := decode(&list.Items[i], &out[i]); err != nil {
+			return nil, err
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// destination is one row of a placement's destinations table.
+type destination struct {
+	Inventory  string
+	SyncTarget string
+	Location   string
+	State      string
+	Reason     string
+	Version    string
+	Applied    string
+}
+
+// placementPage is what a placement's page shows.
+type placementPage struct {
+	Row          placementRow
+	Placement    *edgev1alpha1.EdgePlacement
+	Destinations destinationPage
+}
+
+func (r *reader) placement(ctx context.Context, wmw, name string, q destinationQuery) (*placementPage, error) {
+	client, err := r.resource(wmw, placementsGVR)
+	if err != nil {
+		return nil, err
+	}
+	u, err := client.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("there is no EdgePlacement %q in %s", name, wmw)
+	}
+	if err != nil {
+		return nil, readError("EdgePlacement "+name, wmw, err)
+	}
+	p := &edgev1alpha1.EdgePlacement{}
+	if err := decode(u, p); err != nil {
+		return nil, err
+	}
+	all, err := r.destinations(ctx, wmw)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := r.destinationStates(ctx, logicalcluster.From(p).String(), name, all[name])
+	if err != nil {
+		return nil, err
+	}
+	return &placementPage{Row: newPlacementRow(wmw, p), Placement: p, Destinations: q.apply(rows)}, nil
+}
+
+// destinationStates reads each destination's state: stale when its syncer is silent, or else
+// what the assemblage in its mailbox says.
+func (r *reader) destinationStates(ctx context.Context, cluster, placement string, dests []edgev1alpha1.SinglePlacement) ([]destination, error) {
+	targets := map[string]*edgev1alpha1.SyncTarget{}
+	for _, inv := range uniqueClusters(dests) {
+		sts, err := r.syncTargets(ctx, inv)
+		if err != nil {
+			return nil, err
+		}
+		for i := range sts {
+			targets[inv+"|"+sts[i].Name] = &sts[i]
+		}
+	}
+	rows := make([]destination, len(dests))
+	name := transport.AssemblageName(cluster, placement)
+	sem := make(chan struct{}, readParallel)
+	var wg sync.WaitGroup
+	for i, d := range dests {
+		rows[i] = destination{Inventory: d.Cluster, SyncTarget: d.SyncTargetName, Location: d.LocationName}
+		st := targets[d.Cluster+"|"+d.SyncTargetName]
+		switch {
+		case st == nil:
+			rows[i].State, rows[i].Reason = string(transport.StatePending), "the SyncTarget is gone from its inventory workspace"
+			continue
+		case st.Status.MailboxWorkspace == "":
+			rows[i].State, rows[i].Reason = string(transport.StatePending), "the SyncTarget has no mailbox yet"
+			continue
+		}
+		if c := meta.FindStatusCondition(st.Status.Conditions, edgev1alpha1.SyncTargetSyncerReady); c != nil && edgev1alpha1.SyncerSilent(c.Reason) {
+			rows[i].State, rows[i].Reason = string(transport.StateStale), c.Message
+		}
+		wg.Add(1)
+		go func(row *destination, mailbox string) {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			r.assemblageState(ctx, row, mailbox, name)
+		}(&rows[i], st.Status.MailboxWorkspace)
+	}
+	wg.Wait()
+	return rows, ctx.Err()
+}
+
+func (r *reader) assemblageState(ctx context.Context, row *destination, mailbox, name string) {
+	client, err := r.resource(mailbox, assemblagesGVR)
+	if err != nil {
+		row.State, row.Reason = "Unknown", err.Error()
+		return
+	}
+	u, err := client.Get(ctx, name, metav1.GetOptions{})
+	stale := row.State == string(transport.StateStale)
+	switch {
+	case apierrors.IsNotFound(err):
+		if !stale {
+			row.State, row.Reason = string(transport.StatePending), "no assemblage in the mailbox yet"
+		}
+		return
+	case err != nil:
+		if !stale {
+			row.State = "Unknown"
+		}
+		row.Reason = readError("the assemblage", mailbox, err).Error()
+		return
+	}
+	a := &edgev1alpha1.Assemblage{}
+	if err := decode(u, a); err != nil {
+		row.State, row.Reason = "Unknown", err.Error()
+		return
+	}
+	row.Version, row.Applied = a.Spec.Version, a.Status.AppliedVersion
+	if !stale {
+		s := transport.DestinationState(a)
+		row.State, row.Reason = string(s.State), s.Reason
+	}
+}
+
+func uniqueClusters(dests []edgev1alpha1.SinglePlacement) []string {
+	seen := map[string]bool{}
+	for _, d := range dests {
+		seen[d.Cluster] = true
+	}
+	return sortedKeys(seen)
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// edgePage is what an edge cluster's page shows.
+type edgePage struct {
+	Inventory  string
+	SyncTarget *edgev1alpha1.SyncTarget
+	Row        edgeRow
+	Locations  []edgev1alpha1.Location
+	Heartbeat  *metav1.MicroTime
+	// HeartbeatProblem says why the heartbeat could not be read ("" when it was, or when there is
+	// none yet).
+	HeartbeatProblem string
+	Shard            string
+	Assemblages      []fleetview.Assemblage
+	Labels           []labelPair
+}
+
+type labelPair struct{ Key, Value string }
+
+func (r *reader) edge(ctx context.Context, inv, name string) (*edgePage, error) {
+	client, err := r.resource(inv, syncTargetsGVR)
+	if err != nil {
+		return nil, err
+	}
+	u, err := client.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("there is no SyncTarget %q in %s", name, inv)
+	}
+	if err != nil {
+		return nil, readError("SyncTarget "+name, inv, err)
+	}
+	page := &edgePage{Inventory: inv, SyncTarget: &edgev1alpha1.SyncTarget{}}
+	if err := decode(u, page.SyncTarget); err != nil {
+		return nil, err
+	}
+	page.Row, _ = edgeRowOf(inv, page.SyncTarget)
+	page.Labels = labelPairs(page.SyncTarget.Labels)
+	locClient, err := r.resource(inv, locationsGVR)
+	if err != nil {
+		return nil, err
+	}
+	locs, err := locClient.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, readError("Locations", inv, err)
+	}
+	for i := range locs.Items {
+		loc := edgev1alpha1.Location{}
+		if err := decode(&locs.Items[i], &loc); err != nil {
+			return nil, err
+		}
+		sel, _, err := loc.Spec.InstanceSelector.AsSelector("spec.instanceSelector")
+		if err == nil && sel.Matches(labels.Set(page.SyncTarget.Labels)) {
+			page.Locations = append(page.Locations, loc)
+		}
+	}
+	mailbox := page.SyncTarget.Status.MailboxWorkspace
+	if mailbox == "" {
+		return page, nil
+	}
+	mbPath, err := workspaces.ParsePath(mailbox)
+	if err != nil {
+		return nil, fmt.Errorf("SyncTarget %s names mailbox %q: %w", name, mailbox, err)
+	}
+	page.Shard = workspaces.ShardOf(ctx, r.kcp, mbPath)
+	leases, err := r.resource(mailbox, leasesGVR)
+	if err != nil {
+		return nil, err
+	}
+	switch lu, err := leases.Namespace(transport.SyncerNamespace).Get(ctx, transport.HeartbeatLease, metav1.GetOptions{}); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		page.HeartbeatProblem = readError("the heartbeat Lease", mailbox, err).Error()
+	default:
+		lease := coordinationv1.Lease{}
+		if err := decode(lu, &lease); err == nil {
+			page.Heartbeat = lease.Spec.RenewTime
+		}
+	}
+	asm, err := r.resource(mailbox, assemblagesGVR)
+	if err != nil {
+		return nil, err
+	}
+	list, err := asm.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, readError("the assemblages of the mailbox", mailbox, err)
+	}
+	if page.Assemblages, err = fleetview.Assemblages(list.Items); err != nil {
+		return nil, fmt.Errorf("mailbox %s: %w", mailbox, err)
+	}
+	return page, nil
+}
+
+func labelPairs(m map[string]string) []labelPair {
+	out := make([]labelPair, 0, len(m))
+	for k, v := range m {
+		out = append(out, labelPair{k, v})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+// shortVersion is the start of an assemblage's version (a content hash).
+func shortVersion(v string) string {
+	if v == "" {
+		return "-"
+	}
+	return v[:min(len(v), 12)]
+}
+
+func ago(now time.Time, t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := now.Sub(t).Round(time.Second)
+	if d < 0 {
+		d = 0
+	}
+	return d.String() + " ago"
+}
