@@ -223,6 +223,12 @@ test-e2e: $(KCP) build ## End-to-end tests against a real kcp started by the tes
 test-e2e-race: $(KCP) ## E2E tests of E2E_PACKAGE (./test/e2e/syncer/) with edge-mc's commands built with the race detector; a reported race fails the test.
 	EDGE_E2E_RACE=1 $(GO) test -count=1 -p 1 -timeout 60m $(or $(E2E_PACKAGE),./test/e2e/syncer/)
 
+.PHONY: screenshots
+screenshots: $(KCP) build ## Run the dashboard's browser test (headless Chromium: apt-get install chromium) and save its screenshots into docs/images/dashboard-*.png, which docs/quickstart.md shows.
+	$(GO) build -o $(BIN)/ ./hack/e2e-servers
+	EDGE_DASHBOARD_SCREENSHOTS=$(CURDIR)/docs/images EDGE_E2E_COMMANDS=$(BIN) CGO_ENABLED=0 $(BIN)/e2e-servers -- \
+		$(GO) test -trimpath -count=1 -run TestDashboard ./test/e2e/dashboard/
+
 .PHONY: test
 test: tools test-unit test-fuzz test-e2e ## Everything CI runs: lint, codegen drift, unit tests (with the race detector), short fuzz runs, e2e tests.
 

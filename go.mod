@@ -3,6 +3,7 @@ module github.com/kcp-dev/edge-mc
 go 1.25.0
 
 require (
+	github.com/chromedp/chromedp v0.23.0
 	github.com/google/go-containerregistry v0.20.7
 	github.com/kcp-dev/apimachinery/v2 v2.31.2
 	github.com/kcp-dev/client-go v0.31.2
@@ -25,10 +26,12 @@ require (
 )
 
 require (
+	github.com/chromedp/cdproto v0.159.0 // indirect
 	github.com/containerd/stargz-snapshotter/estargz v0.18.1 // indirect
 	github.com/docker/cli v29.0.3+incompatible // indirect
 	github.com/docker/distribution v2.8.3+incompatible // indirect
 	github.com/docker/docker-credential-helpers v0.9.3 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/klauspost/compress v1.18.1 // indirect
 	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/mitchellh/go-homedir v1.1.0 // indirect

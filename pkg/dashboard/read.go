@@ -139,6 +139,8 @@ type rolloutView struct {
 	Paused     bool
 	PausedAt   string
 	InProgress bool
+	// Complete: the current revision's history entry has a completion time.
+	Complete bool
 	Stages     []edgev1alpha1.StageStatus
 	History    []edgev1alpha1.RevisionHistory
 }
@@ -190,6 +192,11 @@ func newRolloutView(p *edgev1alpha1.EdgePlacement) *rolloutView {
 	v := &rolloutView{Paused: p.Spec.Rollout != nil && p.Spec.Rollout.Paused}
 	if s != nil {
 		v.Revision, v.PausedAt, v.Stages, v.History = s.Revision, s.PausedAt, s.Stages, s.History
+		for _, h := range s.History {
+			if h.Revision == s.Revision && h.CompletedTime != nil {
+				v.Complete = true
+			}
+		}
 		for _, st := range s.Stages {
 			if st.InFlight > 0 || st.Waiting > 0 || st.Updated < st.Destinations {
 				v.InProgress = true
