@@ -141,8 +141,8 @@ type rolloutView struct {
 	InProgress bool
 	// Complete: the current revision's history entry has a completion time.
 	Complete bool
-	Stages     []edgev1alpha1.StageStatus
-	History    []edgev1alpha1.RevisionHistory
+	Stages   []edgev1alpha1.StageStatus
+	History  []edgev1alpha1.RevisionHistory
 }
 
 // bar is one state's part of a placement's bar.

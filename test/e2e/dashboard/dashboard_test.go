@@ -339,4 +339,3 @@ func setEdgeStatus(t *testing.T, edge dynamic.Interface, ready bool) {
 		return true, ""
 	})
 }
-
