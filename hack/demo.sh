@@ -549,6 +549,7 @@ show_fleet_status() {
   info ""
   info "Again: hack/demo.sh status. Watch it: kubectl edge status $PLACEMENT --wmw $WMW -w"
   info "Per edge cluster: kubectl edge status --target edge-1 --imw $IMW"
+  info "In a browser, live: kubectl edge dashboard --wmw $WMW --imw $IMW (on 127.0.0.1; it prints the URL)"
 }
 
 # summary_settled: the placement's summary counts every destination, none of them pending.
@@ -608,6 +609,7 @@ print_next_steps() {
     kubectl ws :root:imw                    # the inventory workspace
     kubectl get locations,synctargets -o wide
     kubectl --kubeconfig .demo/edge-1.kubeconfig get deployments,configmaps -n hello   # an edge cluster
+    kubectl edge dashboard --wmw $WMW --imw $IMW   # the fleet in a browser, live: open the URL it prints
     Logs: .demo/logs/   Walk-through: docs/quickstart.md
     Stop everything: make demo-down
 EOF
