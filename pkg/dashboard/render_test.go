@@ -45,8 +45,10 @@ func samplePlacement() *edgev1alpha1.EdgePlacement {
 
 // Every page renders, with each state written as text, and the tables with their headers'
 // scope; a page that cannot be read shows the error and when it was last current, not its data.
+var fixedNow = time.Date(2026, 11, 29, 4, 0, 0, 0, time.UTC)
+
 func TestPagesRender(t *testing.T) {
-	now := time.Date(2026, 11, 29, 4, 0, 0, 0, time.UTC)
+	now := fixedNow
 	s := testServer(t, now)
 	row := newPlacementRow("root:wmw", samplePlacement())
 	f := &fleet{Workspaces: []workloadWorkspace{{Path: "root:wmw", Placements: []placementRow{row}}}, Broken: []placementRow{row},

@@ -79,10 +79,28 @@ func New(cfg Config) (*Server, error) {
 
 // ServeHTTP serves the dashboard's pages, assets and event streams.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Only for a loopback name: a web site whose name an attacker points at 127.0.0.1 (DNS
+	// rebinding) must not read the fleet through the user's browser.
+	if !loopbackHost(r.Host) {
+		http.Error(w, "the dashboard answers only at 127.0.0.1 or localhost", http.StatusForbidden)
+		return
+	}
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:")
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	s.mux.ServeHTTP(w, r)
+}
+
+func loopbackHost(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = hostport
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // Listen opens a listener on loopback (127.0.0.1) at port, a free one for 0.

@@ -155,6 +155,11 @@ func TestDashboard(t *testing.T) {
 		b.eventuallyText(`table.placements tr[data-placement="app"] .n-destinations`, time.Second, "3")
 		b.eventuallyText(`table.placements tr[data-placement="east-only"] .counts`, time.Second, "1 ready, 0 applied, 0 pending, 0 failed, 0 stale")
 		b.eventuallyText(`table.placements tr[data-placement="east-only"] .n-destinations`, time.Second, "1")
+		// The keyboard reaches the page: the first Tab lands on the link that skips to the content.
+		b.do(chromedp.KeyEvent("\t"))
+		if got := b.eval(`document.activeElement.textContent`); got != "Skip to the content" {
+			t.Errorf("the first Tab focuses %q, not the skip link", got)
+		}
 	})
 
 	t.Run("an edit shows within 2 s", func(t *testing.T) {
@@ -244,6 +249,15 @@ func (p *page) url() string {
 		p.t.Fatal(err)
 	}
 	return u
+}
+
+func (p *page) eval(js string) string {
+	p.t.Helper()
+	s, err := chromedp.Run(p.ctx, chromedp.Evaluate[string](js))
+	if err != nil {
+		p.t.Fatalf("evaluating %s in the browser: %v", js, err)
+	}
+	return s
 }
 
 // text is the text of the first element that sel (a CSS selector) matches, "" for none.
