@@ -276,6 +276,11 @@ bench-rollout: $(KCP) ## Rollouts: BENCH_N (1000) destinations played by the ben
 	@mkdir -p _output
 	$(GO) run ./test/bench/rollout -n $(or $(BENCH_N),1000) -json _output/bench-rollout.json
 
+.PHONY: bench-dashboard
+bench-dashboard: $(KCP) ## kubectl edge dashboard: BENCH_N (300) destinations played by the benchmark, all ready; each page's HTML size and time to serve, and its load time in headless Chromium (apt-get install chromium).
+	@mkdir -p _output
+	$(GO) run ./test/bench/rollout -dashboard -n $(or $(BENCH_N),300) -applied-after 0 -ready-after 1s -json _output/bench-dashboard.json $(BENCH_ARGS)
+
 .PHONY: bench-center
 bench-center: $(KCP) ## The center's controllers alone: BENCH_N (300) destinations played by the benchmark; assemblage writes/s of a fan-out and of edits vs. a plain client's writes of the same size into the same mailboxes, same run.
 	@mkdir -p _output

@@ -94,6 +94,7 @@ type config struct {
 	Parallel            int     `json:"parallel"`
 	Workers             int     `json:"workers"`
 	Center              bool    `json:"center,omitempty"`
+	Dashboard           bool    `json:"dashboard,omitempty"`
 	Rounds              int     `json:"rounds,omitempty"`
 	// ControllerCap is edge-controller-manager's cap of writes in flight (4 x -workers): the
 	// raw writes run at it.
@@ -156,6 +157,7 @@ func main() {
 	flag.IntVar(&c.Parallel, "parallel", 16, "requests at once of the set-up and of the edge player")
 	flag.IntVar(&c.Workers, "workers", 8, "edge-controller-manager --workers")
 	flag.BoolVar(&c.Center, "center", false, "the center-side benchmark only: the unbounded placement's first delivery and -rounds edits, timed until every new version reached its mailbox, against a plain client's creates and updates of ConfigMaps of an assemblage's size into the same mailboxes, at edge-controller-manager's cap of writes in flight (4 x -workers)")
+	flag.BoolVar(&c.Dashboard, "dashboard", false, "kubectl edge dashboard's pages only: once the unbounded placement is ready at every destination, the size of each page and the time to serve it and to load it in headless Chromium (if installed)")
 	flag.IntVar(&c.Rounds, "rounds", 3, "with -center, how many edits")
 	flag.StringVar(&c.jsonOut, "json", "", "also write the figures as JSON to this file")
 	flag.StringVar(&c.profileDir, "profile", "", "save CPU profiles of kcp and edge-controller-manager (built with a profiler for this) over the first -profile-seconds of the paced rollout into this directory")
@@ -174,6 +176,8 @@ func main() {
 	}
 	if c.Center {
 		printCenter(os.Stdout, res)
+	} else if c.Dashboard {
+		printDashboard(os.Stdout, res)
 	} else {
 		printTables(os.Stdout, res)
 	}
@@ -218,6 +222,9 @@ type result struct {
 	WriteLimit    float64 `json:"writeLimit,omitempty"`
 	WriteRefusals float64 `json:"writeRefusals"`
 	Retries       float64 `json:"retries"`
+
+	// -dashboard: the pages of kubectl edge dashboard.
+	Dashboard *dashboardFigures `json:"dashboard,omitempty"`
 
 	ControllerRSSMB float64  `json:"controllerRSSMB"`
 	KCPRSSMB        float64  `json:"kcpRSSMB"`
@@ -319,6 +326,15 @@ func run(ctx context.Context, c config) (*result, error) {
 		return nil, err
 	}
 	res.FirstFlatSeconds = time.Since(start).Seconds()
+	if c.Dashboard {
+		b.sleep(ctx, c.settle)
+		load("before the dashboard's pages")
+		if err := b.runDashboard(ctx, res); err != nil {
+			return nil, err
+		}
+		load("at the end")
+		return res, b.finish(res)
+	}
 	start = time.Now()
 	say("first delivery: placement %s (maxInFlight %s, minReadySeconds %d) on %d destinations", pacedPlacement, c.MaxInFlight, c.MinReadySeconds, c.N)
 	if err := b.createPlacement(ctx, pacedPlacement, b.rolloutSpec(false)); err != nil {
