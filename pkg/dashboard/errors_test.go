@@ -25,8 +25,12 @@ func TestReadError(t *testing.T) {
 		{apierrors.NewNotFound(gr, ""), "workspace root:wmw does not exist or serves no EdgePlacements"},
 		{&url.Error{Op: "Get", URL: "https://127.0.0.1:1/clusters/root:wmw", Err: syscall.ECONNREFUSED}, "cannot reach kcp reading EdgePlacements in root:wmw"},
 	} {
-		if got := readError("EdgePlacements", "root:wmw", tc.err).Error(); !strings.Contains(got, tc.want) {
+		err := readError("EdgePlacements", "root:wmw", tc.err)
+		if got := err.Error(); !strings.Contains(got, tc.want) {
 			t.Errorf("readError(%v) = %q, want it to say %q", tc.err, got, tc.want)
+		}
+		if !errors.Is(err, tc.err) {
+			t.Errorf("readError(%v) does not wrap the client's error", tc.err)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -53,6 +54,9 @@ func (s *Server) watchesFor(ctx context.Context, u *url.URL) ([]watchTarget, err
 				watchTarget{ws: wmw.String(), gvr: placementsGVR, describe: "EdgePlacements"},
 				watchTarget{ws: wmw.String(), gvr: slicesGVR, describe: "SinglePlacementSlices"})
 			dests, err := s.read.destinations(ctx, wmw.String())
+			if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
+				continue // a workspace the user may not read: the page's banner names it
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -185,6 +189,10 @@ func (s *Server) watchPage(ctx context.Context, page *url.URL, changed, alive fu
 			opts.FieldSelector = fields.OneTermEqualSelector("metadata.name", t.name).String()
 		}
 		l, err := ri.List(ctx, opts)
+		if (apierrors.IsForbidden(err) || apierrors.IsNotFound(err)) && len(targets) > 1 {
+			// The page says so in a banner; the rest of what it shows is still followed.
+			continue
+		}
 		if err != nil {
 			return readError(t.describe, t.ws, err)
 		}

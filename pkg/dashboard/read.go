@@ -84,23 +84,33 @@ func (r *reader) resource(ws string, gvr schema.GroupVersionResource) (dynamic.N
 	return c.Resource(gvr), nil
 }
 
+// readFailure is a failed read, said in words a user acts on; it unwraps to the client's error.
+type readFailure struct {
+	text string
+	err  error
+}
+
+func (e *readFailure) Error() string { return e.text }
+func (e *readFailure) Unwrap() error { return e.err }
+
 // readError says what failed in words a user acts on.
 func readError(what, ws string, err error) error {
 	var netErr net.Error
 	var urlErr *url.Error
+	text := fmt.Sprintf("reading %s in %s: %v", what, ws, err)
 	switch {
 	case apierrors.IsUnauthorized(err):
-		return fmt.Errorf("kcp refused your credentials reading %s in %s (401 Unauthorized): they may have expired; log in again or renew the kubeconfig's token, and the page recovers by itself", what, ws)
+		text = fmt.Sprintf("kcp refused your credentials reading %s in %s (401 Unauthorized): they may have expired; log in again or renew the kubeconfig's token, and the page recovers by itself", what, ws)
 	case apierrors.IsForbidden(err):
-		return fmt.Errorf("your credentials may not read %s in workspace %s (403 Forbidden); ask its admin for get, list and watch there, or leave it out", what, ws)
+		text = fmt.Sprintf("your credentials may not read %s in workspace %s (403 Forbidden); ask its admin for get, list and watch there, or leave it out", what, ws)
 	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
-		return fmt.Errorf("workspace %s does not exist or serves no %s: is the path right, and does it bind edge.kcp.io?", ws, what)
+		text = fmt.Sprintf("workspace %s does not exist or serves no %s: is the path right, and does it bind edge.kcp.io?", ws, what)
 	case errors.As(err, &urlErr) || errors.As(err, &netErr):
-		return fmt.Errorf("cannot reach kcp reading %s in %s: %v", what, ws, err)
+		text = fmt.Sprintf("cannot reach kcp reading %s in %s: %v", what, ws, err)
 	case errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("kcp did not answer in time reading %s in %s", what, ws)
+		text = fmt.Sprintf("kcp did not answer in time reading %s in %s", what, ws)
 	}
-	return fmt.Errorf("reading %s in %s: %w", what, ws, err)
+	return &readFailure{text: text, err: err}
 }
 
 func decode[T any](u *unstructured.Unstructured, into *T) error {
