@@ -100,7 +100,9 @@ func chromium(t *testing.T) string {
 // TestDashboard serves the dashboard of a fleet of three edges with real syncers, and checks in
 // headless Chromium, as a user would read them: the fleet page's placements and counts, a new
 // placement and a change of state showing within 2 s, a placement's destinations, an edge's
-// objects, and, kcp killed, the error in place of the data. It saves a screenshot of each page.
+// objects; a user whom kcp forbids the workspace, and one whose token it refuses, each get the
+// error and none of the data; and, kcp killed, the error in place of the data. It saves a
+// screenshot of each page.
 func TestDashboard(t *testing.T) {
 	browserPath := chromium(t)
 	shots := os.Getenv(ScreenshotsEnv)
@@ -121,20 +123,15 @@ func TestDashboard(t *testing.T) {
 	framework.EventuallyObject(t, "app applied at three destinations", wmw, placements, "", "app", summaryIs(edgev1alpha1.DestinationCounts{Applied: 3}))
 	framework.EventuallyObject(t, "east-only ready at one", wmw, placements, "", "east-only", summaryIs(edgev1alpha1.DestinationCounts{Ready: 1}))
 
-	ports, err := framework.FreePorts(1)
+	ports, err := framework.FreePorts(3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
-	framework.StartProcess(t, "kubectl-edge", "dashboard", "--kubeconfig", kcp.KubeconfigPath, "--server", kcp.ServerURL(f.WMW), "--port", strconv.Itoa(ports[0]))
-	framework.Eventually(t, 30*time.Second, func() (bool, string) {
-		resp, err := http.Get(base + "/")
-		if err != nil {
-			return false, err.Error()
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, "GET / answered " + resp.Status
-	})
+	// The admin's dashboard, mallory's (no rights in the workspace), and mallory's with a token
+	// that kcp does not know, as an expired one.
+	base := startDashboard(t, ports[0], "--kubeconfig", kcp.KubeconfigPath, "--server", kcp.ServerURL(f.WMW))
+	forbidden := startDashboard(t, ports[1], "--kubeconfig", kcp.UserKubeconfig(t, mallory, f.WMW))
+	unauthorized := startDashboard(t, ports[2], "--kubeconfig", kcp.UserKubeconfig(t, mallory, f.WMW), "--token", "an-expired-token")
 
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(browserPath), chromedp.NoSandbox, chromedp.WindowSize(1280, 900))...)
@@ -147,6 +144,7 @@ func TestDashboard(t *testing.T) {
 		t.Fatalf("starting %s: %v", browserPath, err)
 	}
 	b := &page{t: t, ctx: browser, shots: shots}
+	var edgePage string
 
 	t.Run("fleet page lists the placements with their counts", func(t *testing.T) {
 		b.t = t
@@ -209,6 +207,20 @@ func TestDashboard(t *testing.T) {
 		b.eventuallyText(`#heartbeat`, time.Second, "renewed")
 		b.eventuallyText(`#syncer-ready`, time.Second, "True")
 		b.screenshot("dashboard-edge.png")
+		edgePage = b.url()
+	})
+
+	t.Run("credentials forbidden or refused, the page says so", func(t *testing.T) {
+		b.t = t
+		b.do(chromedp.Navigate(forbidden + "/"))
+		b.eventuallyText(`[data-error]`, 5*time.Second, "may not read EdgePlacements in workspace "+f.WMW.String()+" (403 Forbidden)")
+		if main := b.text("main"); strings.Contains(main, "east-only") {
+			t.Errorf("mallory's dashboard shows a placement mallory may not read:\n%s", main)
+		}
+		b.do(chromedp.Navigate(unauthorized + "/"))
+		b.eventuallyText(`[data-error]`, 5*time.Second, "kcp refused your credentials reading EdgePlacements in "+f.WMW.String()+" (401 Unauthorized)")
+		// Back to the admin's edge page, for the last step.
+		b.do(chromedp.Navigate(edgePage), chromedp.WaitVisible(chromedp.CSS(`#assemblage-table`)))
 	})
 
 	t.Run("kcp stopped, the page says so", func(t *testing.T) {
@@ -224,6 +236,23 @@ func TestDashboard(t *testing.T) {
 		}
 		b.screenshot("dashboard-error.png")
 	})
+}
+
+// startDashboard runs kubectl edge dashboard on port with args, and returns its URL once it
+// answers.
+func startDashboard(t *testing.T, port int, args ...string) string {
+	t.Helper()
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	framework.StartProcess(t, "kubectl-edge", append([]string{"dashboard", "--port", strconv.Itoa(port)}, args...)...)
+	framework.Eventually(t, 30*time.Second, func() (bool, string) {
+		resp, err := http.Get(base + "/static/style.css")
+		if err != nil {
+			return false, err.Error()
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, "GET /static/style.css answered " + resp.Status
+	})
+	return base
 }
 
 // page is the browser's tab.

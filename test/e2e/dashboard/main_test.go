@@ -10,7 +10,8 @@
 //
 // Screenshots of each page go to the directory that EDGE_DASHBOARD_SCREENSHOTS names (make
 // screenshots sets docs/images, where the docs show them), or else to the test's temporary
-// directory. The package has a kcp of its own because its last step kills it.
+// directory. The package has a kcp of its own because its last step kills it, and it knows one
+// user beside the admin, with no rights, whose dashboard must show what they may see: nothing.
 package dashboard
 
 import (
@@ -20,4 +21,9 @@ import (
 	"github.com/kcp-dev/edge-mc/test/framework"
 )
 
-func TestMain(m *testing.M) { os.Exit(framework.RunWithKCP(m)) }
+// mallory is a user of the package's kcp with no rights in the test's workspaces.
+const mallory = "mallory"
+
+func TestMain(m *testing.M) {
+	os.Exit(framework.RunWithKCP(m, framework.WithUsers(framework.User{Name: mallory})))
+}
