@@ -38,6 +38,10 @@ var (
 	leasesGVR      = schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
 )
 
+// maxListedEdges bounds the edge clusters that the fleet page lists as not ready, so that the
+// page stays small when a whole fleet's syncers are down; the count says how many there are.
+const maxListedEdges = 50
+
 // readParallel bounds the reads of a page in flight at once (a placement's destinations'
 // assemblages, one per mailbox).
 const readParallel = 16
@@ -222,6 +226,8 @@ type fleet struct {
 	// StaleEdges are the SyncTargets whose syncer is not ready, of every inventory workspace
 	// that the placements reach or --imw names.
 	StaleEdges []edgeRow
+	// StaleCount counts them all; StaleEdges lists the first maxListedEdges by inventory and name.
+	StaleCount int
 	EdgeCount  int
 	Rollouts   []placementRow
 	Broken     []placementRow
@@ -264,7 +270,10 @@ func (r *reader) fleet(ctx context.Context) (*fleet, error) {
 		f.EdgeCount += len(sts)
 		for i := range sts {
 			if row, stale := edgeRowOf(inv, &sts[i]); stale {
-				f.StaleEdges = append(f.StaleEdges, row)
+				f.StaleCount++
+				if len(f.StaleEdges) < maxListedEdges {
+					f.StaleEdges = append(f.StaleEdges, row)
+				}
 			}
 		}
 	}

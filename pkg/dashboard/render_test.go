@@ -52,9 +52,9 @@ func TestPagesRender(t *testing.T) {
 	s := testServer(t, now)
 	row := newPlacementRow("root:wmw", samplePlacement())
 	f := &fleet{Workspaces: []workloadWorkspace{{Path: "root:wmw", Placements: []placementRow{row}}}, Broken: []placementRow{row},
-		StaleEdges: []edgeRow{{Inventory: "root:imw", Name: "edge-3", SyncerReady: "Unknown", Reason: "HeartbeatStale", Message: "silent for 2m"}}, EdgeCount: 3}
+		StaleEdges: []edgeRow{{Inventory: "root:imw", Name: "edge-3", SyncerReady: "Unknown", Reason: "HeartbeatStale", Message: "silent for 2m"}}, StaleCount: 1, EdgeCount: 3}
 	code, body := get(t, s, "fleet", "Fleet", "/", func(context.Context) (any, []error, error) { return f, nil, nil })
-	for _, want := range []string{`<th scope="row"><a href="/placement/root:wmw/web">web</a></th>`, "1 ready", "1 applied", "1 failed", "Failing", "edge-3", "HeartbeatStale", "ImagePullBackOff", `<nav aria-label="Dashboard">`, "Read from kcp at 04:00:00 UTC"} {
+	for _, want := range []string{`<th scope="row"><a href="/placement/root:wmw/web">web</a></th>`, "1 ready", "1 applied", "1 failed", "Failing", "edge-3", "HeartbeatStale", "not ready: 1 of 3</caption>", "ImagePullBackOff", `<nav aria-label="Dashboard">`, "Read from kcp at 04:00:00 UTC"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("fleet page (%d) lacks %q:\n%s", code, want, body)
 		}

@@ -21,7 +21,14 @@
     var url = page + (page.indexOf("?") >= 0 ? "&" : "?") + "fragment=1";
     fetch(url, { cache: "no-store", credentials: "same-origin" }).then(function (resp) {
       return resp.text().then(function (html) {
+        // Keep the keyboard's place: the link that had the focus gets it back after the swap.
+        var focused = document.activeElement;
+        var href = focused && live.contains(focused) && focused.getAttribute("href");
         live.innerHTML = html;
+        if (href) {
+          var link = live.querySelector('a[href="' + href.replace(/["\\]/g, "\\$&") + '"]');
+          if (link) { link.focus(); }
+        }
         showClientProblem("");
         var now = new Date();
         updated.textContent = (resp.ok ? "Read from kcp at " : "Could not read kcp at ") + now.toISOString().substring(11, 19) + " UTC";

@@ -162,11 +162,16 @@ func TestDashboard(t *testing.T) {
 
 	t.Run("an edit shows within 2 s", func(t *testing.T) {
 		b.t = t
-		// A new placement: a write to kcp that the page's watch sees at once.
+		// A new placement: a write to kcp that the page's watch sees at once. A keyboard user
+		// on a link of the table keeps their place when the page updates.
+		b.eval(`document.querySelector('table.placements tr[data-placement="app"] th a').focus(), ""`)
 		framework.KubectlApply(t, kcp.ServerURL(f.WMW), westPlacement).MustSucceed(t)
 		applied := time.Now()
 		b.eventuallyText(`table.placements tr[data-placement="west-only"] th`, liveBound, "west-only")
 		t.Logf("the new placement showed %s after kubectl apply returned", time.Since(applied).Round(10*time.Millisecond))
+		if got := b.eval(`document.activeElement.getAttribute("href") || document.activeElement.tagName`); !strings.HasSuffix(got, "/app") {
+			t.Errorf("after the update the focus is on %q, not on the link to placement app it was on", got)
+		}
 
 		// States change at the edges: the page follows within 2 s of the placement's status
 		// in kcp saying so (what comes before, the syncers and the summarizer, is theirs).
