@@ -63,19 +63,26 @@ func newMailboxAPI(cfg *rest.Config) (mailboxAPI, error) {
 	return mailboxAPI{client: client}, nil
 }
 
-// listWatch lists and watches resource, as newList makes lists, with opts tweaked by tweak.
+// listWatch lists and watches resource, as newList makes lists, with opts tweaked by tweak. A
+// list or watch waits for a center that cannot be reached (listPatiently).
 func (m mailboxAPI) listWatch(resource string, newList func() runtime.Object, tweak func(*metav1.ListOptions)) *cache.ListWatch {
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			tweak(&opts)
-			out := newList()
-			err := m.client.Get().Resource(resource).VersionedParams(&opts, metav1.ParameterCodec).Do(ctx).Into(out)
-			return out, err
+			return listPatiently(ctx, resource, listRetryInterval, func(ctx context.Context) (runtime.Object, error) {
+				out := newList()
+				err := m.client.Get().Resource(resource).VersionedParams(&opts, metav1.ParameterCodec).Do(ctx).Into(out)
+				return out, err
+			})
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			tweak(&opts)
 			opts.Watch = true
-			return m.client.Get().Resource(resource).VersionedParams(&opts, metav1.ParameterCodec).Watch(ctx)
+			// Patient too: with client-go's WatchListClient (on by default) the reflector's
+			// first list is a watch, which it retries on its own backoff.
+			return listPatiently(ctx, resource, listRetryInterval, func(ctx context.Context) (watch.Interface, error) {
+				return m.client.Get().Resource(resource).VersionedParams(&opts, metav1.ParameterCodec).Watch(ctx)
+			})
 		},
 	}
 }

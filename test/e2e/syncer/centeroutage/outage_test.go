@@ -125,16 +125,21 @@ func TestCenterOutageWithAssemblages(t *testing.T) {
 	if err := kcp.Restart(); err != nil {
 		t.Fatal(err)
 	}
+	back := time.Now()
 	mailbox = kcp.DynamicClient(t, mbPath) // kcp made new admin credentials
 	framework.Eventually(t, framework.Converge, func() (bool, string) {
 		code, body, err := framework.Readyz(syncer.HTTPAddress)
 		return err == nil && code == 200, fmt.Sprintf("/readyz: %d %s %v", code, body, err)
 	})
+	t.Logf("the syncer was ready again %s after kcp", time.Since(back).Round(100*time.Millisecond))
 
 	v2, parts := framework.EncodeAssemblage(t, "2outage", "app", framework.Entries(t,
 		strings.Replace(workload, `data: {version: "1"}`, `data: {version: "2"}`, 1)))
 	framework.WriteAssemblage(t, mailbox, v2, parts)
+	written := time.Now()
 	framework.EventuallyObject(t, "the change after the outage", ec, configMaps, "app", "changing", framework.FieldIs("2", "data", "version"))
+	t.Logf("the change written after the outage was at the edge %s later (%s after kcp was back)",
+		time.Since(written).Round(100*time.Millisecond), time.Since(back).Round(100*time.Millisecond))
 	framework.EventuallyAssemblage(t, mailbox, a.Name, applied(v2.Spec.Version))
 
 	after := snapshot(t, ec, ids)
