@@ -34,7 +34,7 @@ func main() {
 	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of kcp: the one 'kubectl edge init --controller-kubeconfig' writes, with the identity made for edge-controller-manager (a kcp admin's works too)")
 	kubeContext := fs.String("context", "", "context of the kubeconfig to use (default: its current context)")
 	espw := fs.String("espw", edgev1alpha1.DefaultESPW, "path of the edge service provider workspace")
-	controllers := fs.StringSlice("controllers", manager.AvailableControllers(), "controllers to run: mailbox, scheduler, placement-translator, status-summarizer")
+	controllers := fs.StringSlice("controllers", manager.AvailableControllers(), "controllers to run: mailbox, scheduler, placement-translator, status-summarizer, upsync, push-host")
 	workers := fs.Int("workers", 8, "reconciles at once, per controller")
 	httpAddress := fs.String("http-address", ":8090", "address serving /healthz, /readyz and /metrics")
 	profilerAddress := fs.String("profiler-address", "", "address serving Go's profiles under /debug/pprof/ (none if empty); loopback preferably, e.g. 127.0.0.1:6060: a profile shows the process's work to whoever reaches it")

@@ -37,6 +37,7 @@ import (
 	"github.com/kcp-dev/edge-mc/pkg/health"
 	"github.com/kcp-dev/edge-mc/pkg/mailbox"
 	placementtranslator "github.com/kcp-dev/edge-mc/pkg/placement-translator"
+	"github.com/kcp-dev/edge-mc/pkg/pushhost"
 	"github.com/kcp-dev/edge-mc/pkg/scheduler"
 	statussummarizer "github.com/kcp-dev/edge-mc/pkg/status-summarizer"
 	"github.com/kcp-dev/edge-mc/pkg/upsync"
@@ -51,6 +52,7 @@ var Controllers = map[string]bool{
 	placementtranslator.ControllerName: true,
 	statussummarizer.ControllerName:    true,
 	upsync.ControllerName:              true,
+	pushhost.ControllerName:            true,
 }
 
 // AvailableControllers are the controllers this version has, sorted: the default of --controllers.
@@ -270,6 +272,12 @@ func runRound(ctx context.Context, o Options, ready *atomic.Pointer[string]) err
 			case statussummarizer.ControllerName:
 				c, err := statussummarizer.NewController(statussummarizer.Config{ESPW: o.ESPW, Edge: edge, Mailbox: exports[edgev1alpha1.MailboxAPIExportName],
 					Assemblages: assemblages, Base: base, KCP: kcp, Workers: o.Workers})
+				if err != nil {
+					return nil, err
+				}
+				controllers = append(controllers, runnable{name: name, start: c.Start, synced: c.HasSynced})
+			case pushhost.ControllerName:
+				c, err := pushhost.NewController(pushhost.Config{Edge: edge, Kube: kube, Base: rest.CopyConfig(electionConfig), Identity: o.Identity, Workers: o.Workers})
 				if err != nil {
 					return nil, err
 				}

@@ -10,7 +10,7 @@ import (
 // typo is refused with the list.
 func TestControllers(t *testing.T) {
 	all := AvailableControllers()
-	if want := []string{"mailbox", "placement-translator", "scheduler", "status-summarizer", "upsync"}; !slices.Equal(all, want) {
+	if want := []string{"mailbox", "placement-translator", "push-host", "scheduler", "status-summarizer", "upsync"}; !slices.Equal(all, want) {
 		t.Errorf("AvailableControllers() = %v, want %v", all, want)
 	}
 	if err := ValidateControllers([]string{"upsync"}); err != nil {

@@ -27,7 +27,10 @@ func (s *Syncer) heartbeat(ctx context.Context) {
 	first := true
 	for {
 		interval := s.heartbeatInterval()
-		err := s.renewLease(ctx, interval)
+		err := s.probeEdge(ctx, interval)
+		if err == nil {
+			err = s.renewLease(ctx, interval)
+		}
 		s.mu.Lock()
 		wasOK := s.heartbeatOK
 		s.heartbeatOK = err == nil
@@ -37,7 +40,7 @@ func (s *Syncer) heartbeat(ctx context.Context) {
 			metricHeartbeats.WithLabelValues("failed").Inc()
 			metricConnected.Set(0)
 			if wasOK {
-				logger.Error(err, "the heartbeat did not reach the mailbox; the edge stays as it is, and the syncer keeps trying")
+				logger.Error(err, "no heartbeat reached the mailbox; the edge stays as it is, and the syncer keeps trying")
 			}
 		default:
 			metricHeartbeats.WithLabelValues("ok").Inc()
@@ -60,6 +63,33 @@ func (s *Syncer) heartbeat(ctx context.Context) {
 		}
 	}
 }
+
+// probeEdge asks the edge cluster's /readyz, when the heartbeat needs the edge
+// (Config.HeartbeatNeedsEdge), and reports the outcome to Config.EdgeProbed.
+func (s *Syncer) probeEdge(ctx context.Context, interval time.Duration) error {
+	if !s.cfg.HeartbeatNeedsEdge {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, min(interval, 10*time.Second))
+	defer cancel()
+	_, err := s.edgeKube.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+	if err != nil {
+		err = &EdgeUnreachableError{Err: err}
+	}
+	if s.cfg.EdgeProbed != nil {
+		s.cfg.EdgeProbed(err)
+	}
+	return err
+}
+
+// EdgeUnreachableError is a heartbeat skipped because the edge cluster did not answer.
+type EdgeUnreachableError struct{ Err error }
+
+func (e *EdgeUnreachableError) Error() string {
+	return "the edge cluster does not answer, so no heartbeat is sent for it: " + e.Err.Error()
+}
+
+func (e *EdgeUnreachableError) Unwrap() error { return e.Err }
 
 // nextHeartbeat returns how long to wait after a renewal before the next one: the interval with
 // up to 10% added at random; but after the first renewal (at the syncer's start, or once the

@@ -124,6 +124,14 @@ type Config struct {
 	// KeyNamespace is the edge cluster's namespace that holds the syncer's key pair for sealed
 	// objects (default transport.DefaultEdgeSyncerNamespace); the syncer creates it if missing.
 	KeyNamespace string
+	// HeartbeatNeedsEdge, set for a syncer that runs at the center (push mode, package pushhost),
+	// makes every heartbeat first ask the edge cluster's API server for /readyz, and skip the
+	// renewal when it does not answer: a pull syncer runs in its edge cluster and falls silent
+	// with it, a push syncer would otherwise heartbeat for an edge that is gone.
+	HeartbeatNeedsEdge bool
+	// EdgeProbed, if set, is called with the outcome of each of those probes (nil: the edge
+	// answered), so that the push host can report it on the SyncTarget.
+	EdgeProbed func(error)
 }
 
 // Syncer syncs one mailbox with one edge cluster. Build it with New, run it with Run.

@@ -224,3 +224,40 @@ func SyncerSilent(reason string) bool {
 // with each renewal, so that `kubectl edge version` can say which version runs the center's
 // controllers.
 const LeaderVersionLabel = "edge.kcp.io/leader-version"
+
+// Push mode: the center runs the syncer of an edge cluster it can reach (package pushhost, in
+// edge-controller-manager), instead of a syncer in the edge cluster.
+const (
+	// LabelSyncMode on a SyncTarget says who runs its syncer: SyncModePush, set by kubectl edge
+	// ensure location --push, makes edge-controller-manager's push host run it at the center with
+	// the edge kubeconfig of PushKubeconfigNamespace/<SyncTarget name> in the inventory workspace;
+	// absent or SyncModePull, the syncer runs in the edge cluster (kubectl edge prep-for-syncer).
+	LabelSyncMode = "edge.kcp.io/sync-mode"
+	SyncModePush  = "push"
+	SyncModePull  = "pull"
+	// PushKubeconfigNamespace is the inventory workspace's namespace that holds the edge
+	// kubeconfigs of its push SyncTargets, one Secret per SyncTarget, named as it, under the key
+	// PushKubeconfigKey. Only the inventory admins and edge-controller-manager's user (RoleBinding
+	// PushHostRole) read it.
+	PushKubeconfigNamespace = "edge-mc-push"
+	PushKubeconfigKey       = "kubeconfig"
+	// PushHostRole names the ClusterRole and ClusterRoleBinding (access to the inventory
+	// workspace) and the Role and RoleBinding (reading the Secrets of PushKubeconfigNamespace)
+	// that kubectl edge ensure location --push gives edge-controller-manager's user there.
+	PushHostRole = "edge-mc:push-host"
+
+	// SyncTargetEdgeReachable, on a push SyncTarget only: whether the push host reaches the
+	// edge cluster with the stored kubeconfig. Written by the push host.
+	SyncTargetEdgeReachable = "EdgeReachable"
+	// ReasonEdgeReachable: the edge's API server answered the last probe (/readyz).
+	ReasonEdgeReachable = "EdgeReachable"
+	// ReasonEdgeUnauthorized: the edge's API server refused the stored credential (401 or 403);
+	// the message carries the server's answer, never the credential.
+	ReasonEdgeUnauthorized = "Unauthorized"
+	// ReasonEdgeUnreachable: the edge's API server did not answer (down, or no route).
+	ReasonEdgeUnreachable = "Unreachable"
+	// ReasonEdgeKubeconfigInvalid: the stored kubeconfig is missing or cannot be used.
+	ReasonEdgeKubeconfigInvalid = "KubeconfigInvalid"
+	// ReasonEdgeWaitingForMailbox: the syncer starts once the mailbox and its token are ready.
+	ReasonEdgeWaitingForMailbox = "WaitingForMailbox"
+)
