@@ -32,7 +32,8 @@ var (
 )
 
 func newEnsureLocationCommand(o *Options) *cobra.Command {
-	var imw string
+	var imw, edgeKubeconfig string
+	var push, pull bool
 	cmd := &cobra.Command{
 		Use:   "location <name> [key=value ...] [key- ...] [--imw <workspace path>]",
 		Short: "Make sure a Location and its SyncTarget exist in an inventory workspace, with the given labels",
@@ -50,8 +51,19 @@ are customised with the SyncTarget's labels.
 Run again with the same arguments, it changes nothing. The name must be a DNS-1123 subdomain of
 at most 63 characters (lower-case letters, digits, '-' and '.'). Run "kubectl edge ensure imw"
 first. Next, run "kubectl edge prep-for-syncer <name> --imw ..." to install the syncer in the
-edge cluster.`,
+edge cluster.
+
+With --push --edge-kubeconfig <file>, the edge cluster is in push mode: nothing is installed in
+it, and edge-controller-manager runs its syncer at the center, reaching the edge cluster with
+that kubeconfig. The kubeconfig (its current context, with the files it names inlined) is stored
+as the Secret ` + edgev1alpha1.PushKubeconfigNamespace + `/<name> in the inventory workspace, which only its admins and
+edge-controller-manager's user read (Role and RoleBinding ` + edgev1alpha1.PushHostRole + `); the SyncTarget gets
+the label ` + edgev1alpha1.LabelSyncMode + `=push. The center then holds a credential of the edge cluster: see
+the operations guide on choosing a mode. The kubeconfig must not run a credential plugin. Run
+again with another file, it replaces the stored one; --pull turns the SyncTarget back to pull
+mode and deletes the stored kubeconfig.`,
 		Example: `  kubectl edge ensure location edge-1 env=prod region=eu-west --imw root:imw
+  kubectl edge ensure location lab-7 env=lab --push --edge-kubeconfig lab-7.kubeconfig --imw root:imw
   kubectl edge ensure location edge-1 env=staging region- --imw root:imw   # change env, drop region`,
 		Args:              positional([]string{"<name>"}, -1),
 		ValidArgsFunction: o.syncTargetArg(&imw),
@@ -66,20 +78,56 @@ edge cluster.`,
 			if err != nil {
 				return err
 			}
+			mode := ""
+			var kubeconfig []byte
+			switch {
+			case push && pull:
+				return fmt.Errorf("--push and --pull: give one")
+			case push && edgeKubeconfig == "":
+				return fmt.Errorf("--push needs --edge-kubeconfig <file>: the kubeconfig with which the center reaches the edge cluster %s", name)
+			case !push && edgeKubeconfig != "":
+				return fmt.Errorf("--edge-kubeconfig is for push mode: add --push")
+			case push:
+				mode = edgev1alpha1.SyncModePush
+				if kubeconfig, err = readEdgeKubeconfig(edgeKubeconfig); err != nil {
+					return err
+				}
+			case pull:
+				mode = edgev1alpha1.SyncModePull
+			}
 			inv, err := o.inventory(ctx, imw)
 			if err != nil {
 				return err
 			}
-			return ensureLocation(ctx, inv, name, changes, o.Out)
+			if push {
+				// The credential is in place before the SyncTarget says push, so that the push
+				// host finds it when it starts the syncer.
+				if err := o.ensurePushCredential(ctx, inv, name, kubeconfig, o.Out); err != nil {
+					return err
+				}
+			}
+			if err := ensureLocation(ctx, inv, name, changes, mode, o.Out); err != nil {
+				return err
+			}
+			if pull {
+				// The push host stops the syncer once the SyncTarget says pull; the credential
+				// then serves nothing.
+				return o.removePushCredential(ctx, inv, name, o.Out)
+			}
+			return nil
 		},
 	}
 	o.addIMWFlag(cmd, &imw)
+	cmd.Flags().BoolVar(&push, "push", false, "push mode: edge-controller-manager runs this edge cluster's syncer at the center, reaching the edge with --edge-kubeconfig (nothing is installed in the edge cluster)")
+	cmd.Flags().StringVar(&edgeKubeconfig, "edge-kubeconfig", "", "with --push: the kubeconfig with which the center reaches the edge cluster (its current context; files it names are inlined); stored as Secret "+edgev1alpha1.PushKubeconfigNamespace+"/<name> in the inventory workspace")
+	cmd.Flags().BoolVar(&pull, "pull", false, "pull mode (the default for a new SyncTarget): the syncer runs in the edge cluster (kubectl edge prep-for-syncer); turns a push SyncTarget back and deletes its stored edge kubeconfig")
 	return cmd
 }
 
 // ensureLocation makes sure the SyncTarget and the Location of the given name exist in the
 // inventory workspace, with the label changes made on both, and says what it did on out.
-func ensureLocation(ctx context.Context, inv *inventoryClients, name string, changes labelChanges, out io.Writer) error {
+// mode, if not "", sets the SyncTarget's label edge.kcp.io/sync-mode (push or pull).
+func ensureLocation(ctx context.Context, inv *inventoryClients, name string, changes labelChanges, mode string, out io.Writer) error {
 	result, err := ensureObject(ctx, inv.syncTargets, syncTargetsGVR.GroupResource(), name, func() (*unstructured.Unstructured, error) {
 		return newUnstructured(&edgev1alpha1.SyncTarget{
 			TypeMeta:   metav1.TypeMeta{APIVersion: edgev1alpha1.SchemeGroupVersion.String(), Kind: "SyncTarget"},
@@ -88,6 +136,9 @@ func ensureLocation(ctx context.Context, inv *inventoryClients, name string, cha
 	}, func(u *unstructured.Unstructured) string {
 		labels := changes.apply(u.GetLabels())
 		labels[edgev1alpha1.LabelSyncTarget] = name
+		if mode != "" {
+			labels[edgev1alpha1.LabelSyncMode] = mode
+		}
 		return setLabels(u, labels)
 	})
 	if err != nil {
@@ -399,6 +450,9 @@ func parseLabelArgs(args []string) (labelChanges, error) {
 		}
 		if msgs := validation.IsQualifiedName(key); len(msgs) > 0 {
 			return labelChanges{}, fmt.Errorf("label %q: the key %q is not valid: %s", arg, key, strings.Join(msgs, "; "))
+		}
+		if key == edgev1alpha1.LabelSyncMode {
+			return labelChanges{}, fmt.Errorf("label %q: the key %s says who runs the syncer; use --push --edge-kubeconfig <file> or --pull", arg, key)
 		}
 		if key == edgev1alpha1.LabelSyncTarget {
 			return labelChanges{}, fmt.Errorf("label %q: the key %s is set by kubectl edge to the SyncTarget's name, so that the Location selects it; choose another key", arg, key)

@@ -154,6 +154,7 @@ func TestEnsureLocation(t *testing.T) {
 		wantOut    string
 		wantWrites int
 		wantLabels map[string]string // on the Location; the SyncTarget has edge.kcp.io/synctarget too
+		mode       string            // --push or --pull: the SyncTarget's edge.kcp.io/sync-mode, not the Location's
 	}{
 		{name: "create", args: []string{"env=prod", "region=eu"}, wantWrites: 2,
 			wantOut:    "synctarget edge-1 created\nlocation edge-1 created\n",
@@ -167,7 +168,17 @@ func TestEnsureLocation(t *testing.T) {
 		{name: "merge", args: []string{"tier=gold", "region-"}, wantWrites: 2,
 			wantOut:    "synctarget edge-1 updated (labels -region +tier=gold)\nlocation edge-1 updated (labels -region +tier=gold)\n",
 			wantLabels: map[string]string{"env": "prod", "tier": "gold"}},
+		{name: "push", mode: edgev1alpha1.SyncModePush, wantWrites: 1,
+			wantOut:    "synctarget edge-1 updated (labels +edge.kcp.io/sync-mode=push)\nlocation edge-1 unchanged\n",
+			wantLabels: map[string]string{"env": "prod", "tier": "gold"}},
+		{name: "push kept", wantWrites: 0,
+			wantOut:    "synctarget edge-1 unchanged\nlocation edge-1 unchanged\n",
+			wantLabels: map[string]string{"env": "prod", "tier": "gold"}},
+		{name: "pull", mode: edgev1alpha1.SyncModePull, wantWrites: 1,
+			wantOut:    "synctarget edge-1 updated (labels ~edge.kcp.io/sync-mode=pull)\nlocation edge-1 unchanged\n",
+			wantLabels: map[string]string{"env": "prod", "tier": "gold"}},
 	}
+	mode := ""
 	for _, step := range steps {
 		client.ClearActions()
 		changes, err := parseLabelArgs(step.args)
@@ -175,7 +186,10 @@ func TestEnsureLocation(t *testing.T) {
 			t.Fatal(err)
 		}
 		var out bytes.Buffer
-		if err := ensureLocation(ctx, inv, "edge-1", changes, &out); err != nil {
+		if step.mode != "" {
+			mode = step.mode
+		}
+		if err := ensureLocation(ctx, inv, "edge-1", changes, step.mode, &out); err != nil {
 			t.Fatalf("%s: %v", step.name, err)
 		}
 		if out.String() != step.wantOut {
@@ -201,7 +215,7 @@ func TestEnsureLocation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.GetLabels()[edgev1alpha1.LabelSyncTarget] != "edge-1" {
+		if st.GetLabels()[edgev1alpha1.LabelSyncTarget] != "edge-1" || st.GetLabels()[edgev1alpha1.LabelSyncMode] != mode {
 			t.Errorf("%s: SyncTarget labels %v", step.name, st.GetLabels())
 		}
 		// The Location's selector selects its SyncTarget.

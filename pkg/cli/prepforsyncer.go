@@ -80,7 +80,9 @@ func newPrepForSyncerCommand(o *Options) *cobra.Command {
 		Short: "Print the YAML that installs the syncer of a SyncTarget in its edge cluster",
 		Long: `prep-for-syncer waits until the mailbox of the given SyncTarget is ready (at most --timeout,
 saying on stderr what it waits for), then prints the YAML that installs the edge-mc syncer into
-the edge cluster that the SyncTarget describes: "kubectl apply" it there. The YAML holds:
+the edge cluster that the SyncTarget describes: "kubectl apply" it there (for a SyncTarget in push
+mode, see ensure location --push, it says that the center runs the syncer and prints nothing).
+The YAML holds:
 
   - the Namespace --syncer-namespace (shared by the syncers of several SyncTargets, if any);
   - a ServiceAccount, a ClusterRole and a ClusterRoleBinding, named edge-syncer-<synctarget>.
@@ -139,11 +141,15 @@ func (p *prepForSyncerOptions) run(ctx context.Context, o *Options, name string)
 		return err
 	}
 	// A SyncTarget that is not there will not come by waiting for it.
-	if _, err := getSyncTarget(ctx, inv, name); err != nil {
+	if st, err := getSyncTarget(ctx, inv, name); err != nil {
 		if apierrors.IsNotFound(err) {
 			return fmt.Errorf("no SyncTarget %s in %s; create it with \"kubectl edge ensure location %s --imw %s\"", name, inv.path, name, inv.path)
 		}
 		return fmt.Errorf("reading SyncTarget %s in %s: %w", name, inv.path, err)
+	} else if syncModeOf(st) == edgev1alpha1.SyncModePush {
+		// Nothing to install: a second syncer in the edge cluster would fight the center's.
+		fmt.Fprintf(o.ErrOut, "SyncTarget %s is in push mode: edge-controller-manager runs its syncer at the center with the stored edge kubeconfig, so there is nothing to install in the edge cluster, and nothing was written (to run the syncer in the edge cluster instead: kubectl edge ensure location %s --pull --imw %s)\n", name, name, inv.path)
+		return nil
 	}
 	st, mailboxPath, secret, err := o.waitForMailbox(ctx, inv, name)
 	if err != nil {

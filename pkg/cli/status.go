@@ -401,8 +401,12 @@ type targetView struct {
 	// Shard is the kcp shard that holds the mailbox, on a center of several shards, when the
 	// user may read root's Shards.
 	Shard string `json:"shard,omitempty"`
+	// Mode is who runs the syncer: "pull" (in the edge cluster) or "push" (at the center).
+	Mode string `json:"mode"`
 	// SyncerReady is the SyncTarget's SyncerReady condition.
 	SyncerReady *metav1.Condition `json:"syncerReady,omitempty"`
+	// EdgeReachable is the SyncTarget's EdgeReachable condition, in push mode.
+	EdgeReachable *metav1.Condition `json:"edgeReachable,omitempty"`
 	// SyncerVersion is what the syncer reports in its SyncerConfig ("" until it does).
 	SyncerVersion string           `json:"syncerVersion,omitempty"`
 	Placements    []assemblageView `json:"placements"`
@@ -445,8 +449,9 @@ func (so *statusOptions) runTarget(ctx context.Context) error {
 		if err != nil {
 			return "", fmt.Errorf("reading the assemblages of mailbox %s: %w", mbPath, err)
 		}
-		v := targetView{SyncTarget: so.target, Mailbox: mbPath.String(), Shard: shard,
-			SyncerReady: meta.FindStatusCondition(st.Status.Conditions, edgev1alpha1.SyncTargetSyncerReady)}
+		v := targetView{SyncTarget: so.target, Mailbox: mbPath.String(), Shard: shard, Mode: syncModeOf(st),
+			SyncerReady:   meta.FindStatusCondition(st.Status.Conditions, edgev1alpha1.SyncTargetSyncerReady),
+			EdgeReachable: meta.FindStatusCondition(st.Status.Conditions, edgev1alpha1.SyncTargetEdgeReachable)}
 		if cfg, err := client.Resource(syncerConfigsGVR).Get(ctx, edgev1alpha1.SyncerConfigName, metav1.GetOptions{}); err == nil {
 			v.SyncerVersion, _, _ = unstructured.NestedString(cfg.Object, "status", "syncerVersion")
 		}
@@ -527,6 +532,16 @@ func problemConditions(p *edgev1alpha1.EdgePlacement) []metav1.Condition {
 	return fleetview.ProblemConditions(p)
 }
 
+// syncModeOf says who runs a SyncTarget's syncer: push or pull.
+func syncModeOf(st *edgev1alpha1.SyncTarget) string {
+	if st.Labels[edgev1alpha1.LabelSyncMode] == edgev1alpha1.SyncModePush {
+		return edgev1alpha1.SyncModePush
+	}
+	return edgev1alpha1.SyncModePull
+}
+
+// assemblageViews reads the assemblages of a mailbox, each with its objects' states, sorted by
+// workspace and placement.
 func assemblageViews(items []unstructured.Unstructured) ([]assemblageView, error) {
 	return fleetview.Assemblages(items)
 }
@@ -542,6 +557,16 @@ func (so *statusOptions) printTarget(out io.Writer, inventory string, v *targetV
 		fmt.Fprintf(out, " on shard %s", v.Shard)
 	}
 	fmt.Fprintln(out)
+	switch v.Mode {
+	case edgev1alpha1.SyncModePush:
+		mode := "Mode: push (edge-controller-manager runs the syncer at the center)"
+		if v.EdgeReachable != nil {
+			mode += fmt.Sprintf(", %s %s (%s)", v.EdgeReachable.Type, v.EdgeReachable.Status, oneLine(v.EdgeReachable.Message, 160))
+		}
+		fmt.Fprintln(out, mode)
+	default:
+		fmt.Fprintln(out, "Mode: pull (the syncer runs in the edge cluster)")
+	}
 	syncer := "Syncer:"
 	if v.SyncerReady != nil {
 		syncer += fmt.Sprintf(" %s %s (%s)", v.SyncerReady.Type, v.SyncerReady.Status, oneLine(v.SyncerReady.Message, 120))
