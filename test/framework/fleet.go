@@ -38,18 +38,19 @@ type Fleet struct {
 
 // NewFleet makes the ESPW, a workload workspace and an inventory workspace with a Location and
 // SyncTarget per entry of regions (name to region label), and starts edge-controller-manager
-// with the mailbox controller, the scheduler, the placement translator and the status summarizer.
+// with the mailbox controller, the scheduler, the placement translator, the status summarizer and
+// the push host.
 // The fleet's heartbeat is faster than the default (FleetHeartbeatArgs), so that a test sees a
 // silent syncer go stale in seconds.
 func NewFleet(t *testing.T, regions map[string]string) *Fleet {
 	t.Helper()
-	return newFleet(t, regions, "mailbox,scheduler,placement-translator,upsync,status-summarizer")
+	return newFleet(t, regions, "mailbox,scheduler,placement-translator,upsync,status-summarizer,push-host")
 }
 
 // NewFleetWithArgs is NewFleet with more arguments for edge-controller-manager, such as -v=10.
 func NewFleetWithArgs(t *testing.T, regions map[string]string, ecmArgs ...string) *Fleet {
 	t.Helper()
-	return newFleet(t, regions, "mailbox,scheduler,placement-translator,upsync,status-summarizer", ecmArgs...)
+	return newFleet(t, regions, "mailbox,scheduler,placement-translator,upsync,status-summarizer,push-host", ecmArgs...)
 }
 
 // NewMailboxFleet is NewFleet with edge-controller-manager running the mailbox controller only:
