@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"sort"
@@ -106,7 +108,12 @@ mode and deletes the stored kubeconfig.`,
 					return err
 				}
 			}
-			if err := ensureLocation(ctx, inv, name, changes, mode, o.Out); err != nil {
+			hash := ""
+			if push {
+				sum := sha256.Sum256(kubeconfig)
+				hash = hex.EncodeToString(sum[:])
+			}
+			if err := ensureLocation(ctx, inv, name, changes, mode, hash, o.Out); err != nil {
 				return err
 			}
 			if pull {
@@ -126,8 +133,9 @@ mode and deletes the stored kubeconfig.`,
 
 // ensureLocation makes sure the SyncTarget and the Location of the given name exist in the
 // inventory workspace, with the label changes made on both, and says what it did on out.
-// mode, if not "", sets the SyncTarget's label edge.kcp.io/sync-mode (push or pull).
-func ensureLocation(ctx context.Context, inv *inventoryClients, name string, changes labelChanges, mode string, out io.Writer) error {
+// mode, if not "", sets the SyncTarget's label edge.kcp.io/sync-mode (push or pull), and
+// kubeconfigHash its annotation edge.kcp.io/push-kubeconfig-sha256 (removed in pull mode).
+func ensureLocation(ctx context.Context, inv *inventoryClients, name string, changes labelChanges, mode, kubeconfigHash string, out io.Writer) error {
 	result, err := ensureObject(ctx, inv.syncTargets, syncTargetsGVR.GroupResource(), name, func() (*unstructured.Unstructured, error) {
 		return newUnstructured(&edgev1alpha1.SyncTarget{
 			TypeMeta:   metav1.TypeMeta{APIVersion: edgev1alpha1.SchemeGroupVersion.String(), Kind: "SyncTarget"},
@@ -139,7 +147,22 @@ func ensureLocation(ctx context.Context, inv *inventoryClients, name string, cha
 		if mode != "" {
 			labels[edgev1alpha1.LabelSyncMode] = mode
 		}
-		return setLabels(u, labels)
+		changed := setLabels(u, labels)
+		annotations := u.GetAnnotations()
+		switch old, had := annotations[edgev1alpha1.AnnotationPushKubeconfigHash]; {
+		case mode == edgev1alpha1.SyncModePush && old != kubeconfigHash:
+			if annotations == nil {
+				annotations = map[string]string{}
+			}
+			annotations[edgev1alpha1.AnnotationPushKubeconfigHash] = kubeconfigHash
+			u.SetAnnotations(annotations)
+			changed = joinChanges(changed, "edge kubeconfig")
+		case mode == edgev1alpha1.SyncModePull && had:
+			delete(annotations, edgev1alpha1.AnnotationPushKubeconfigHash)
+			u.SetAnnotations(annotations)
+			changed = joinChanges(changed, "edge kubeconfig")
+		}
+		return changed
 	})
 	if err != nil {
 		return fmt.Errorf("ensuring SyncTarget %s in %s: %w%s", name, inv.path, err, inventoryAdminHint(err))

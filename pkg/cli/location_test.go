@@ -169,13 +169,13 @@ func TestEnsureLocation(t *testing.T) {
 			wantOut:    "synctarget edge-1 updated (labels -region +tier=gold)\nlocation edge-1 updated (labels -region +tier=gold)\n",
 			wantLabels: map[string]string{"env": "prod", "tier": "gold"}},
 		{name: "push", mode: edgev1alpha1.SyncModePush, wantWrites: 1,
-			wantOut:    "synctarget edge-1 updated (labels +edge.kcp.io/sync-mode=push)\nlocation edge-1 unchanged\n",
+			wantOut:    "synctarget edge-1 updated (labels +edge.kcp.io/sync-mode=push, edge kubeconfig)\nlocation edge-1 unchanged\n",
 			wantLabels: map[string]string{"env": "prod", "tier": "gold"}},
 		{name: "push kept", wantWrites: 0,
 			wantOut:    "synctarget edge-1 unchanged\nlocation edge-1 unchanged\n",
 			wantLabels: map[string]string{"env": "prod", "tier": "gold"}},
 		{name: "pull", mode: edgev1alpha1.SyncModePull, wantWrites: 1,
-			wantOut:    "synctarget edge-1 updated (labels ~edge.kcp.io/sync-mode=pull)\nlocation edge-1 unchanged\n",
+			wantOut:    "synctarget edge-1 updated (labels ~edge.kcp.io/sync-mode=pull, edge kubeconfig)\nlocation edge-1 unchanged\n",
 			wantLabels: map[string]string{"env": "prod", "tier": "gold"}},
 	}
 	mode := ""
@@ -189,7 +189,11 @@ func TestEnsureLocation(t *testing.T) {
 		if step.mode != "" {
 			mode = step.mode
 		}
-		if err := ensureLocation(ctx, inv, "edge-1", changes, step.mode, &out); err != nil {
+		hash := ""
+		if step.mode == edgev1alpha1.SyncModePush {
+			hash = "abc"
+		}
+		if err := ensureLocation(ctx, inv, "edge-1", changes, step.mode, hash, &out); err != nil {
 			t.Fatalf("%s: %v", step.name, err)
 		}
 		if out.String() != step.wantOut {

@@ -241,6 +241,10 @@ const (
 	// PushHostRole) read it.
 	PushKubeconfigNamespace = "edge-mc-push"
 	PushKubeconfigKey       = "kubeconfig"
+	// AnnotationPushKubeconfigHash on a push SyncTarget is the SHA-256 of its stored kubeconfig,
+	// set by kubectl edge ensure location --push, so that a new kubeconfig reaches the push host
+	// as an update of the SyncTarget at once (it also reads the Secret again every 30 s).
+	AnnotationPushKubeconfigHash = "edge.kcp.io/push-kubeconfig-sha256"
 	// PushHostRole names the ClusterRole and ClusterRoleBinding (access to the inventory
 	// workspace) and the Role and RoleBinding (reading the Secrets of PushKubeconfigNamespace)
 	// that kubectl edge ensure location --push gives edge-controller-manager's user there.
