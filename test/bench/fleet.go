@@ -350,6 +350,9 @@ func countReadyMailboxes(ctx context.Context, imw dynamic.Interface) (int, error
 func (f *fleet) writeCredentials(ctx context.Context) error {
 	if err := framework.ForEach(len(f.dests), f.cfg.Parallel, func(i int) error {
 		d := f.dests[i]
+		if f.cfg.Push {
+			return f.kubectlEdge(ctx, "ensure", "location", d.name, "--push", "--edge-kubeconfig", d.pcluster.KubeconfigPath, "--imw", f.imw.String())
+		}
 		d.mailboxKubeconfig = filepath.Join(f.dir, "mailbox-"+d.name+".kubeconfig")
 		return f.kubectlEdge(ctx, "prep-for-syncer", d.name, "--imw", f.imw.String(), "--kubeconfig-only", "--output-file", d.mailboxKubeconfig)
 	}); err != nil {
@@ -404,6 +407,9 @@ func (f *fleet) writeCredentials(ctx context.Context) error {
 // startSyncers starts the process that runs every destination's syncer, and waits until all are
 // ready.
 func (f *fleet) startSyncers(ctx context.Context) error {
+	if f.cfg.Push {
+		return f.waitForPushSyncers(ctx)
+	}
 	var specs []syncerhost.Spec
 	for _, d := range f.dests {
 		specs = append(specs, syncerhost.Spec{Name: d.name, UID: d.uid, MailboxKubeconfig: d.mailboxKubeconfig, EdgeKubeconfig: d.pcluster.KubeconfigPath})
@@ -474,4 +480,47 @@ func (f *fleet) destinationsOf(j int) []int {
 // every says what() on stderr every interval until the returned stop is called.
 func every(interval time.Duration, what func() string) (stop func()) {
 	return framework.Every(interval, func() { say("%s", what()) })
+}
+
+// waitForPushSyncers waits until the push host's syncer of every destination heartbeats
+// (SyncerReady True on every SyncTarget).
+func (f *fleet) waitForPushSyncers(ctx context.Context) error {
+	imw, err := dynamic.NewForConfig(f.center.ConfigFor(f.imw))
+	if err != nil {
+		return err
+	}
+	say("syncers: %d push syncers in edge-controller-manager; waiting until all heartbeat", len(f.dests))
+	deadline := time.Now().Add(stall + time.Duration(len(f.dests))*time.Second)
+	for {
+		list, err := imw.Resource(syncTargetsGVR).List(ctx, metav1.ListOptions{})
+		ready := 0
+		if err == nil {
+			for _, item := range list.Items {
+				st := &edgev1alpha1.SyncTarget{}
+				if runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, st) == nil &&
+					meta.IsStatusConditionTrue(st.Status.Conditions, edgev1alpha1.SyncTargetSyncerReady) {
+					ready++
+				}
+			}
+		}
+		if ready == len(f.dests) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d push syncers heartbeat after %s (log: %s)", ready, len(f.dests), stall, f.ecm.LogPath())
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// syncersPID is the syncers' process's pid, 0 in push mode (no such process).
+func (f *fleet) syncersPID() int {
+	if f.syncers == nil {
+		return 0
+	}
+	return f.syncers.PID()
 }

@@ -102,6 +102,10 @@ type config struct {
 	// EdgeKCPAdmin: the syncers and the raw client reach the pclusters as kcp-admin, not as the
 	// edge kcp's shard admin (system:masters, exempt from kcp's API priority and fairness).
 	EdgeKCPAdmin bool `json:"edgeKCPAdmin"`
+	// Push runs every destination in push mode: edge-controller-manager's push host runs the
+	// syncers (kubectl edge ensure location --push), and no syncers' process is started; the
+	// controllers' CPU and memory then include the syncers'.
+	Push bool `json:"push"`
 
 	statusTimeout, idle time.Duration
 	jsonOut             string
@@ -155,6 +159,7 @@ func main() {
 		"start the center kcp (and the bare kcp it is compared with) with "+noWebhookAdmission+": no admission webhooks in that kcp")
 	flag.IntVar(&c.Shards, "shards", 1, "kcp shards of the center: 1 is one kcp; 2 or more start a sharded kcp (root shard, further shards, a cache server, a front-proxy that every client goes through) and report each shard's writes, CPU and mailboxes")
 	flag.BoolVar(&c.EdgeKCPAdmin, "edge-kcp-admin", false, "the syncers and the raw client reach the pclusters as kcp-admin, whose requests all share the edge kcp's one priority level (catch-all), which refuses with 429 what exceeds its concurrency; by default they reach them as the edge kcp's shard admin (system:masters), which API priority and fairness exempts, since the edge kcp stands in for as many edge clusters as destinations, each of which serves one syncer")
+	flag.BoolVar(&c.Push, "push", false, "push mode: every destination's syncer runs in edge-controller-manager (kubectl edge ensure location --push with the pcluster's kubeconfig), not in the syncers' process, which is not started; compare with a run without it for the cost of a push target")
 	flag.BoolVar(&c.keep, "keep", false, "leave the fleet running after the run, until interrupted (for profiling and poking); the bare kcp is then not measured")
 	flag.Parse()
 	if err := c.validate(); err != nil {

@@ -187,7 +187,11 @@ func (f *fleet) describe() {
 	}
 	say("  edge kcp (pid %d): KUBECONFIG=%s; pclusters root:pc-%s ...; profile http://%s/debug/pprof/", f.edge.PID(), f.edge.KubeconfigPath, f.dests[0].name, f.edge.ProfilerAddress)
 	say("  edge-controller-manager (pid %d): http://%s/metrics, http://%s/debug/pprof/, log %s", f.ecm.PID(), f.ecmAddress, f.ecmPprofAddress, f.ecm.LogPath())
-	say("  syncers (pid %d): http://%s/metrics, http://%s/debug/pprof/, log %s", f.syncers.PID(), f.syncersAddress, f.syncersPprofAddress, f.syncers.LogPath())
+	if f.syncers != nil {
+		say("  syncers (pid %d): http://%s/metrics, http://%s/debug/pprof/, log %s", f.syncers.PID(), f.syncersAddress, f.syncersPprofAddress, f.syncers.LogPath())
+	} else {
+		say("  push mode: the syncers run in edge-controller-manager")
+	}
 }
 
 // cpuSample is the CPU seconds each process has used so far. shards holds each kcp process of
@@ -202,7 +206,7 @@ type cpuSample struct {
 func (f *fleet) cpu() cpuSample {
 	s := cpuSample{
 		controller: framework.CPUSeconds(f.ecm.PID()),
-		syncers:    framework.CPUSeconds(f.syncers.PID()),
+		syncers:    framework.CPUSeconds(f.syncersPID()),
 		edgeKCP:    framework.CPUSeconds(f.edge.PID()),
 		bench:      framework.CPUSeconds(os.Getpid()),
 	}
@@ -350,8 +354,10 @@ func (f *fleet) takeProfiles(ctx context.Context, phase string, seconds int) <-c
 		}
 		targets = append(targets, target{name, s.profilerAddress})
 	}
-	targets = append(targets, target{"kcp-edge", f.edge.ProfilerAddress}, target{"edge-controller-manager", f.ecmPprofAddress},
-		target{"syncers", f.syncersPprofAddress})
+	targets = append(targets, target{"kcp-edge", f.edge.ProfilerAddress}, target{"edge-controller-manager", f.ecmPprofAddress})
+	if f.syncers != nil {
+		targets = append(targets, target{"syncers", f.syncersPprofAddress})
+	}
 	done := make(chan error, 1)
 	if err := os.MkdirAll(c.profileDir, 0o755); err != nil {
 		done <- err
@@ -629,7 +635,7 @@ func (f *fleet) measureMemory(fig *memoryFigures, sharded *shardedFigures) {
 	mb := func(b int64) float64 { return float64(b) / 1e6 }
 	cur, peak, _ := framework.RSS(f.ecm.PID())
 	fig.ControllerRSSMB, fig.ControllerPeakRSSMB = mb(cur), mb(peak)
-	cur, _, _ = framework.RSS(f.syncers.PID())
+	cur, _, _ = framework.RSS(f.syncersPID())
 	fig.SyncersRSSMB = mb(cur)
 	fig.SyncersRSSPerSyncerMB = fig.SyncersRSSMB / float64(f.cfg.N)
 	center := f.centerRSS()

@@ -255,6 +255,9 @@ func printTable(w io.Writer, r *result) {
 	}
 	fmt.Fprintf(w, "\nfleet benchmark: N=%d destinations, K=%d objects per placement, P=%d placements, %d-byte objects; %s; %s; %d cores, load average before %.2f %.2f %.2f\n\n",
 		c.N, c.K, c.P, c.ObjectSize, admission, edgeUser, r.Machine.Cores, r.Machine.LoadAverage[0], r.Machine.LoadAverage[1], r.Machine.LoadAverage[2])
+	if c.Push {
+		fmt.Fprintf(w, "push mode: every syncer runs in edge-controller-manager (its push host), so the controllers' CPU and RSS below include the %d syncers', and there is no syncers' process (its figures are 0)\n\n", c.N)
+	}
 	if r.Sharded != nil {
 		fmt.Fprintf(w, "center: a sharded kcp of %d shards with a cache server, reached through its front-proxy by every client, the raw client too (its writes are the front-proxy's and the shards' work); the center kcp's CPU, RSS and requests below are the shards' sums, per shard in the section after the table; the bare kcp is one kcp, not sharded\n\n",
 			r.Sharded.Shards)
