@@ -210,7 +210,8 @@ func newRemoveLocationCommand(o *Options) *cobra.Command {
 		Short: "Delete a Location and its SyncTarget from an inventory workspace",
 		Long: `remove location deletes the Location and the SyncTarget of the given name from the inventory
 management workspace --imw. The mailbox controller then deletes the SyncTarget's mailbox, and
-the edge cluster's syncer loses its access to the center. Objects already absent are fine: run
+the edge cluster's syncer loses its access to the center; a push edge's stored kubeconfig
+(Secret `+edgev1alpha1.PushKubeconfigNamespace+`/<name>) is deleted too. Objects already absent are fine: run
 again, it changes nothing. --imw has no default here, unlike the other verbs: a removal in
 whatever workspace the kubeconfig points at could take an edge cluster's workloads by mistake.`,
 		Example:           `  kubectl edge remove location edge-1 --imw root:imw`,
@@ -241,7 +242,8 @@ whatever workspace the kubeconfig points at could take an edge cluster's workloa
 					return fmt.Errorf("deleting %s %s in %s: %w%s", r.kind, name, inv.path, err, inventoryAdminHint(err))
 				}
 			}
-			return nil
+			// A push edge's stored kubeconfig goes with it: it would serve nothing but a leak.
+			return o.removePushCredential(ctx, inv, name, o.Out)
 		},
 	}
 	o.addRequiredIMWFlag(cmd, &imw)
