@@ -211,7 +211,7 @@ func newRemoveLocationCommand(o *Options) *cobra.Command {
 		Long: `remove location deletes the Location and the SyncTarget of the given name from the inventory
 management workspace --imw. The mailbox controller then deletes the SyncTarget's mailbox, and
 the edge cluster's syncer loses its access to the center; a push edge's stored kubeconfig
-(Secret `+edgev1alpha1.PushKubeconfigNamespace+`/<name>) is deleted too. Objects already absent are fine: run
+(Secret ` + edgev1alpha1.PushKubeconfigNamespace + `/<name>) is deleted too. Objects already absent are fine: run
 again, it changes nothing. --imw has no default here, unlike the other verbs: a removal in
 whatever workspace the kubeconfig points at could take an edge cluster's workloads by mistake.`,
 		Example:           `  kubectl edge remove location edge-1 --imw root:imw`,

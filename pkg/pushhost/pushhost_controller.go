@@ -91,8 +91,9 @@ type Controller struct {
 	running map[string]*runningSyncer
 	// wg counts the running syncers' goroutines.
 	wg sync.WaitGroup
-	// newSyncer builds a syncer; replaced in tests.
+	// newSyncer builds a syncer, and enqueue queues a SyncTarget; replaced in tests.
 	newSyncer func(syncer.Config) (runner, error)
+	enqueue   func(key string)
 }
 
 // runner is what the host needs of a syncer.
@@ -136,6 +137,7 @@ func NewController(cfg Config) (*Controller, error) {
 			return syncer.New(cfg)
 		},
 	}
+	c.enqueue = c.queue.Add
 	syncTargets, err := cfg.Edge.Shared(syncTargetsGVR, nil)
 	if err != nil {
 		return nil, err
@@ -217,7 +219,7 @@ func (c *Controller) startSyncer(ctx context.Context, key, inputs string, cfg sy
 		r.probe = &probeResult{err: err}
 		r.probeMu.Unlock()
 		if last == nil || reasonOf(last.err) != reasonOf(err) {
-			c.queue.Add(key)
+			c.enqueue(key)
 		}
 	}
 	s, err := c.newSyncer(cfg)
@@ -236,7 +238,7 @@ func (c *Controller) startSyncer(ctx context.Context, key, inputs string, cfg sy
 		defer close(r.done)
 		if err := s.Run(runCtx); err != nil && !errors.Is(err, context.Canceled) {
 			klog.FromContext(ctx).Error(err, "push syncer stopped", "syncTarget", cfg.SyncTargetName)
-			c.queue.AddAfter(key, time.Second)
+			time.AfterFunc(time.Second, func() { c.enqueue(key) })
 		}
 	}()
 	klog.FromContext(ctx).Info("push syncer started", "syncTarget", cfg.SyncTargetName, "edge", cfg.Edge.Host)
