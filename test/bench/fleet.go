@@ -116,7 +116,11 @@ func setUp(ctx context.Context, c config, fig *setupFigures) (*fleet, error) {
 	}
 
 	step = time.Now()
-	say("credentials: kubectl edge prep-for-syncer --kubeconfig-only for %d SyncTargets, %d at a time", c.N, c.Parallel)
+	if c.Push {
+		say("credentials: kubectl edge ensure location --push --edge-kubeconfig for %d SyncTargets, %d at a time", c.N, c.Parallel)
+	} else {
+		say("credentials: kubectl edge prep-for-syncer --kubeconfig-only for %d SyncTargets, %d at a time", c.N, c.Parallel)
+	}
 	if err := f.writeCredentials(ctx); err != nil {
 		return f, err
 	}
