@@ -76,7 +76,8 @@ spec:
 
 // TestPushMode: one fleet with a push edge (a real Kubernetes cluster whose syncer
 // edge-controller-manager runs at the center) and a pull edge (a kcp logical cluster with its own
-// syncer process). One placement reaches both, and the push edge reports its Deployment Ready;
+// syncer process). One placement reaches both, and the push edge reports its Deployment Ready
+// and has its drift repaired;
 // the push host killed mid-rollout and restarted keeps the rollout's bound and recreates
 // nothing; the push edge's API server down for 60 s is stale, loses nothing, and converges after;
 // a kubeconfig with a bad credential gets a clear condition, and its token is in no log.
@@ -122,6 +123,17 @@ func TestPushMode(t *testing.T) {
 		}
 	})
 	before := pushEdgeUIDs(t, edgeA)
+
+	t.Run("drift at the push edge repaired", func(t *testing.T) {
+		edited := framework.GetObject(t, edgeA, configMaps, "shop", "api-settings")
+		if err := unstructured.SetNestedField(edited.Object, "edited", "data", "mode"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := edgeA.Resource(configMaps).Namespace("shop").Update(framework.Context(t, 10*time.Second), edited, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "repaired", edgeA, configMaps, "shop", "api-settings", fieldIs("fast", "data", "mode"))
+	})
 
 	t.Run("push host killed mid-rollout", func(t *testing.T) {
 		// The soak is longer than edge-controller-manager takes to start again, so that a
