@@ -10,8 +10,8 @@
 // not with edge-controller-manager's identity, which only reads that token and the kubeconfig;
 // it reaches the edge with the stored kubeconfig, and keeps its key pair for sealed objects in
 // the edge cluster, as a pull syncer does. A syncer starts when its SyncTarget turns push and its
-// mailbox is ready, starts again when the token or the kubeconfig changes (both are read again
-// every Resync), and stops when the SyncTarget is deleted or turns pull; stopping deletes
+// mailbox is ready, starts again when the token or the kubeconfig changes (read again when the
+// SyncTarget changes, and every Resync), and stops when the SyncTarget is deleted or turns pull; stopping deletes
 // nothing at the edge. It heartbeats only while the edge answers (syncer.Config.HeartbeatNeedsEdge):
 // an edge that the center cannot reach shows stale after the fleet's grace period, as a pull
 // edge that lost the center does.
@@ -55,9 +55,12 @@ import (
 // ControllerName names the controller in logs, metrics and --controllers.
 const ControllerName = "push-host"
 
-// DefaultResync is how often a push SyncTarget's token and kubeconfig are read again, so that a
-// changed kubeconfig (kubectl edge ensure location --push again) takes effect.
-const DefaultResync = 30 * time.Second
+// DefaultResync is how often a push SyncTarget's token and kubeconfig are read again, for a
+// change that did not come with a change of the SyncTarget: kubectl edge ensure location --push
+// records the kubeconfig's hash on the SyncTarget (AnnotationPushKubeconfigHash), whose update
+// brings a new kubeconfig at once. Each re-read is two GETs; at 30 s, 100 push targets cost the
+// center kcp 6.7 GETs a second when idle (bench -push, docs/dev/performance.md), at 5 minutes 0.7.
+const DefaultResync = 5 * time.Minute
 
 var syncTargetsGVR = edgev1alpha1.SchemeGroupVersion.WithResource("synctargets")
 
