@@ -50,6 +50,7 @@ import (
 	"github.com/kcp-dev/edge-mc/pkg/centerview"
 	"github.com/kcp-dev/edge-mc/pkg/controllerkit"
 	"github.com/kcp-dev/edge-mc/pkg/syncer"
+	"github.com/kcp-dev/edge-mc/pkg/version"
 )
 
 // ControllerName names the controller in logs, metrics and --controllers.
@@ -132,6 +133,8 @@ func NewController(cfg Config) (*Controller, error) {
 	if cfg.Identity == "" {
 		cfg.Identity = "edge-controller-manager"
 	}
+	// The push syncers report edge-controller-manager's version as theirs: they are its code.
+	syncer.Version = version.Version
 	c := &Controller{
 		cfg:     cfg,
 		queue:   controllerkit.NewQueue[string](controllerkit.Options{Name: ControllerName, Workers: cfg.Workers}),
