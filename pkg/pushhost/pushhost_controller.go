@@ -134,7 +134,9 @@ func NewController(cfg Config) (*Controller, error) {
 		cfg.Identity = "edge-controller-manager"
 	}
 	// The push syncers report edge-controller-manager's version as theirs: they are its code.
-	syncer.Version = version.Version
+	if syncer.Version != version.Version {
+		syncer.Version = version.Version
+	}
 	c := &Controller{
 		cfg:     cfg,
 		queue:   controllerkit.NewQueue[string](controllerkit.Options{Name: ControllerName, Workers: cfg.Workers}),
