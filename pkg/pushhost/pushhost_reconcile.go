@@ -27,6 +27,11 @@ import (
 // again (the SyncTarget's own status change usually brings it back sooner).
 const waitingRecheck = 5 * time.Second
 
+// unreadableRecheck is how soon a push SyncTarget whose stored kubeconfig cannot be read is
+// looked at again: kcp's authorizer may take a moment to honour the RoleBinding that kubectl
+// edge ensure location --push made just before it labelled the SyncTarget.
+const unreadableRecheck = 15 * time.Second
+
 // reconcile runs, starts again or stops the syncer of one SyncTarget, and writes EdgeReachable.
 // It returns when to look again: every Resync while the SyncTarget is in push mode.
 func (c *Controller) reconcile(ctx context.Context, key string, cluster logicalcluster.Name, st *edgev1alpha1.SyncTarget) (time.Duration, error) {
@@ -63,7 +68,7 @@ func (c *Controller) reconcile(ctx context.Context, key string, cluster logicalc
 		setCondition(status, metav1.ConditionFalse, edgev1alpha1.ReasonEdgeKubeconfigInvalid, fmt.Sprintf(
 			"edge-controller-manager cannot read the edge kubeconfig, Secret %s/%s in the inventory workspace (%s); run kubectl edge ensure location %s --push --edge-kubeconfig <file> again",
 			edgev1alpha1.PushKubeconfigNamespace, st.Name, reasonText(err), st.Name))
-		return c.cfg.Resync, c.writeStatus(ctx, cluster, st, status)
+		return unreadableRecheck, c.writeStatus(ctx, cluster, st, status)
 	case err != nil:
 		return 0, fmt.Errorf("reading the edge kubeconfig of SyncTarget %s: %w", st.Name, err)
 	}
