@@ -3,8 +3,10 @@ package crash
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -302,10 +304,15 @@ func setUp(t *testing.T) *fleet {
 	return f
 }
 
+// killRoundsEnv sets how many times TestKilledMidFanOut kills each process: 1 unless set (each
+// kill of kcp and its round cost the suite about a minute; the points are drawn anew in every
+// run, so runs add up; EDGE_E2E_KILL_ROUNDS=2 or more for a longer look).
+const killRoundsEnv = "EDGE_E2E_KILL_ROUNDS"
+
 // TestKilledMidFanOut kills (kill -9) each of the processes that carry a fan-out to 50
-// destinations, the center kcp, edge-controller-manager and one syncer, each at two seeded random
-// points of a fan-out (when a drawn number of the edges hold the round's change) and starts it
-// again at once. Each round edits ten ConfigMaps and adds one. After each: every edge holds the
+// destinations, the center kcp, edge-controller-manager and one syncer, each at a seeded random
+// point of a fan-out (when a drawn number of the edges hold the round's change; more points with
+// EDGE_E2E_KILL_ROUNDS) and starts it again at once. Each round edits ten ConfigMaps and adds one. After each: every edge holds the
 // round's workload and the placement's summary counts every destination applied; no edge object
 // was deleted or recreated (the edges' informers see every event; UIDs are compared with the
 // first round's); no edge holds a ConfigMap it should not; every other process kept running, and
@@ -331,7 +338,19 @@ func TestKilledMidFanOut(t *testing.T) {
 		toSummary, kcpStartedIn time.Duration
 	}
 	var figures []figure
-	for r, victim := range []string{"kcp", "edge-controller-manager", "syncer", "kcp", "edge-controller-manager", "syncer"} {
+	rounds := 1
+	if v := os.Getenv(killRoundsEnv); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("%s=%q: want a number of rounds, at least 1", killRoundsEnv, v)
+		}
+		rounds = n
+	}
+	var victims []string
+	for range rounds {
+		victims = append(victims, "kcp", "edge-controller-manager", "syncer")
+	}
+	for r, victim := range victims {
 		r++
 		want := workload(r)
 		strikeAt := rng.IntN(destinations)
