@@ -253,7 +253,9 @@ func createRetrying(ctx context.Context, timeout time.Duration, client dynamic.R
 		switch {
 		case last == nil || apierrors.IsAlreadyExists(last):
 			return true, nil
-		case apierrors.IsServiceUnavailable(last) || apierrors.IsTooManyRequests(last):
+		case busy(last):
+			// 503 or 429 while kcp starts serving a new logical cluster; a timeout or an
+			// internal error ("resource quota evaluation timed out") from a loaded kcp.
 			return false, nil
 		}
 		return false, last
