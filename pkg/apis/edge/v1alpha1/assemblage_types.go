@@ -159,6 +159,13 @@ type AssemblageStatus struct {
 	// +optional
 	Drift *DriftReport `json:"drift,omitempty"`
 
+	// collected holds the results of the placement's status collectors on the objects of
+	// observedVersion, one report per collector, within the syncer's size budget.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	Collected []CollectorReport `json:"collected,omitempty"`
+
 	// reportTime is when the syncer wrote this status.
 	// +optional
 	ReportTime *metav1.Time `json:"reportTime,omitempty"`

@@ -108,6 +108,17 @@ type EdgePlacementSpec struct {
 	// +kubebuilder:validation:MaxItems=20
 	// +kubebuilder:validation:items:MinLength=1
 	DependsOn []string `json:"dependsOn,omitempty"`
+
+	// statusCollectors names StatusCollectors of this workspace to evaluate, at each destination,
+	// on the objects this placement delivers; their results, combined over the destinations, are
+	// in status.collected. A change of a collector reaches the edges without delivering the
+	// workload again.
+	//
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=10
+	// +kubebuilder:validation:items:MinLength=1
+	StatusCollectors []string `json:"statusCollectors,omitempty"`
 }
 
 // DownsyncObjectTest selects objects. Each field that is given narrows the test; an object
@@ -382,6 +393,14 @@ type EdgePlacementStatus struct {
 	// summaryTime is when the status summarizer last wrote summary, broken and objects.
 	// +optional
 	SummaryTime *metav1.Time `json:"summaryTime,omitempty"`
+
+	// collected holds, per collector that spec.statusCollectors names, its results combined
+	// over the destinations, written by the status summarizer.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=10
+	Collected []CollectedStatus `json:"collected,omitempty"`
 
 	// rollout says how the newest revision goes out, written by the placement translator.
 	// +optional

@@ -34,6 +34,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&SyncerConfig{}, &SyncerConfigList{},
 		&Assemblage{}, &AssemblageList{},
 		&AssemblagePart{}, &AssemblagePartList{},
+		&StatusCollector{}, &StatusCollectorList{},
+		&HealthRule{}, &HealthRuleList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

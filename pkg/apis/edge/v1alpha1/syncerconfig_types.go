@@ -54,6 +54,20 @@ type SyncerConfigSpec struct {
 	// fleet by edge-controller-manager (--heartbeat-interval).
 	// +optional
 	Heartbeat *HeartbeatSettings `json:"heartbeat,omitempty"`
+
+	// collectors are the StatusCollectors that the placements of this mailbox's assemblages name,
+	// per placement: the syncer evaluates each on its placement's objects and reports the results
+	// in that assemblage's status. Only collectors whose expressions compile are here.
+	// +optional
+	// +listType=atomic
+	Collectors []SyncerCollector `json:"collectors,omitempty"`
+
+	// healthRules are the HealthRules of the workspaces of this mailbox's placements: the syncer
+	// decides with them, in place of kstatus, the state of objects of their kinds. Only rules
+	// whose expressions compile are here.
+	// +optional
+	// +listType=atomic
+	HealthRules []SyncerHealthRule `json:"healthRules,omitempty"`
 }
 
 // HeartbeatSettings pace a syncer's heartbeat.
