@@ -92,6 +92,7 @@ func (s *Syncer) applyConfig(ctx context.Context) error {
 		}
 	}
 	configErrors = append(configErrors, s.applyUpsyncRules(ctx, cfg.Spec.Upsync, statusResources)...)
+	configErrors = append(configErrors, s.applyStatusRules(ctx, &cfg.Spec)...)
 	s.mu.Lock()
 	s.configSeen = true
 	s.configGeneration = cfg.Generation

@@ -17,6 +17,7 @@ import (
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/statuscel"
 	"github.com/kcp-dev/edge-mc/pkg/transport"
 )
 
@@ -120,7 +121,9 @@ type statusInputs struct {
 	// previous are the conditions as last written, for their transition times.
 	previous []metav1.Condition
 	// drift is the drift report (a copy).
-	drift  *edgev1alpha1.DriftReport
+	drift *edgev1alpha1.DriftReport
+	// collectors are the placement's status collectors.
+	collectors []*statuscel.Collector
 	now    time.Time
 	budget int
 }
@@ -132,6 +135,8 @@ type reported struct {
 	status map[string]any
 	// failedToApply: the edge refused it (not: kstatus says Failed).
 	failedToApply bool
+	// live is the object as the edge has it, if known (read only: it is the informer's).
+	live *unstructured.Unstructured
 }
 
 // edgeListWait bounds how long a status write waits for the edge watches of its objects to list;
@@ -152,6 +157,7 @@ func (s *Syncer) statusInputsLocked(st *assemblageState, a *edgev1alpha1.Assembl
 		in.previous = st.written.Conditions
 	}
 	in.drift = st.drift.DeepCopy()
+	in.collectors = s.collectorsLocked(a.Spec.Placement)
 	if st.refusal != nil && st.refusedVersion == a.Spec.Version {
 		in.refusal = st.refusal
 	}
@@ -161,7 +167,7 @@ func (s *Syncer) statusInputsLocked(st *assemblageState, a *edgev1alpha1.Assembl
 	in.observedVersion = st.plan.version
 	in.total = len(st.plan.objects)
 	for _, d := range st.plan.objects {
-		r, known := s.reportLocked(st, d)
+		r, known := s.reportLocked(st, d, a.Spec.Placement)
 		in.objects = append(in.objects, r)
 		unlisted = unlisted || !known
 	}
@@ -179,15 +185,16 @@ func (s *Syncer) statusInputsLocked(st *assemblageState, a *edgev1alpha1.Assembl
 			}})
 			continue
 		}
-		r, _ := s.reportLocked(cst, d)
+		r, _ := s.reportLocked(cst, d, a.Spec.Placement)
 		in.objects = append(in.objects, r)
 	}
 	return in, unlisted
 }
 
-// reportLocked is the reported state of the object d of st's plan, and whether what the edge has
-// of it is known (false when it is applied but its edge watch has not listed yet); s.mu is held.
-func (s *Syncer) reportLocked(st *assemblageState, d *desired) (reported, bool) {
+// reportLocked is the reported state of the object d of st's plan, for the assemblage of
+// placement p, and whether what the edge has of it is known (false when it is applied but its
+// edge watch has not listed yet); s.mu is held.
+func (s *Syncer) reportLocked(st *assemblageState, d *desired, p edgev1alpha1.PlacementReference) (reported, bool) {
 	var live *unstructured.Unstructured
 	known := false
 	if d.obj != nil {
@@ -207,12 +214,13 @@ func (s *Syncer) reportLocked(st *assemblageState, d *desired) (reported, bool) 
 		createdAt = &t
 	}
 	r := st.results[d.key]
-	return objectReport(d, r, live, known, createdAt), known || r == nil || r.outcome != outcomeApplied || d.obj == nil
+	return objectReport(d, r, live, known, createdAt, s.healthRuleLocked(p, live)), known || r == nil || r.outcome != outcomeApplied || d.obj == nil
 }
 
 // objectReport is the reported state of the object d: from the outcome r of applying it and,
-// once applied, kstatus on the edge object live (if known: the edge watch has listed).
-func objectReport(d *desired, r *result, live *unstructured.Unstructured, known bool, createdAt *metav1.Time) reported {
+// once applied, kstatus on the edge object live (if known: the edge watch has listed), or the
+// health rule for its kind when there is one.
+func objectReport(d *desired, r *result, live *unstructured.Unstructured, known bool, createdAt *metav1.Time, rule *statuscel.HealthRule) reported {
 	out := reported{state: edgev1alpha1.ObjectState{Object: d.key.String(), CreatedAt: createdAt}}
 	os := &out.state
 	switch {
@@ -252,6 +260,14 @@ func objectReport(d *desired, r *result, live *unstructured.Unstructured, known 
 		return out
 	}
 	os.UID = live.GetUID()
+	out.live = live
+	if !statusless[d.ref.GVR.Resource] {
+		out.status, _, _ = unstructured.NestedMap(live.Object, "status")
+	}
+	if rule != nil {
+		os.State, os.Reason = rule.Decide(live.Object)
+		return out
+	}
 	res, err := kstatus.Compute(live)
 	switch {
 	case err != nil:
@@ -262,9 +278,6 @@ func objectReport(d *desired, r *result, live *unstructured.Unstructured, known 
 		os.State, os.Reason = edgev1alpha1.ObjectFailed, res.Message
 	default:
 		os.Reason = res.Message
-	}
-	if !statusless[d.ref.GVR.Resource] {
-		out.status, _, _ = unstructured.NestedMap(live.Object, "status")
 	}
 	return out
 }
@@ -304,6 +317,8 @@ func buildStatus(in statusInputs) edgev1alpha1.AssemblageStatus {
 	}
 	status.Drift = in.drift
 	status.Conditions = assemblageConditions(in, status.Counts, failedToApply, firstFailed, firstPending, firstNotReady)
+	status.Collected = collect(in.collectors, in.objects)
+	fitCollected(&status, in.budget)
 	status.StatusOmitted = fitBudget(&status, in.objects, in.budget)
 	return status
 }

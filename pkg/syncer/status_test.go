@@ -81,7 +81,7 @@ func TestObjectReport(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := objectReport(c.d, c.r, c.live, c.known, c.createdAt)
+			got := objectReport(c.d, c.r, c.live, c.known, c.createdAt, nil)
 			s := got.state
 			if s.Object != c.d.key.String() || s.State != c.state || !strings.Contains(s.Reason, c.reasonPart) || string(s.UID) != c.uid {
 				t.Errorf("objectReport = %+v, want state %s, reason with %q, uid %q", s, c.state, c.reasonPart, c.uid)

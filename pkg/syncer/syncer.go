@@ -179,6 +179,8 @@ type Syncer struct {
 	configGeneration int64
 	configErrors     []string
 	configHeartbeat  time.Duration
+	// statusRules are the SyncerConfig's status collectors and health rules, compiled.
+	statusRules *statusRules
 	// lastReport is the SyncerConfig status last written.
 	lastReport   string
 	lastReportAt time.Time

@@ -221,7 +221,7 @@ type SyncerCollector struct {
 	// placement is the placement that names the collector.
 	Placement PlacementReference `json:"placement"`
 	// name is the StatusCollector's name.
-	Name string `json:"name"`
+	Name string              `json:"name"`
 	Spec StatusCollectorSpec `json:"spec"`
 }
 
@@ -231,7 +231,7 @@ type SyncerHealthRule struct {
 	// cluster is the logical cluster of the workload workspace whose placements it applies to.
 	Cluster string `json:"cluster"`
 	// name is the HealthRule's name.
-	Name string `json:"name"`
+	Name string         `json:"name"`
 	Spec HealthRuleSpec `json:"spec"`
 }
 
