@@ -28,7 +28,8 @@ import (
 // identity, its user and groups prefixed with "apis.kcp.io:binding:" (kcp replicates those
 // ClusterRoles and ClusterRoleBindings to other shards). The ESPW holds three grants:
 //
-//   - everyone authenticated (EdgeAPIUserRole): EdgePlacements and Customizers, every verb;
+//   - everyone authenticated (EdgeAPIUserRole): EdgePlacements, Customizers, StatusCollectors and
+//     HealthRules (not the status of the last two, which the translator writes), every verb;
 //     SyncTargets, Locations and SinglePlacementSlices, read only. What each person may do in a
 //     given workspace is still up to that workspace's own RBAC.
 //   - inventory admins (InventoryAdminRole): SyncTargets and Locations, every verb; bound to the
@@ -62,8 +63,8 @@ func PolicyName(name string) string {
 }
 
 var (
-	userResources      = []string{"edgeplacements", "edgeplacements/status", "customizers", "customizers/status"}
-	readOnlyResources  = []string{"synctargets", "synctargets/status", "locations", "locations/status", "singleplacementslices", "singleplacementslices/status"}
+	userResources      = []string{"edgeplacements", "edgeplacements/status", "customizers", "customizers/status", "statuscollectors", "healthrules"}
+	readOnlyResources  = []string{"synctargets", "synctargets/status", "locations", "locations/status", "singleplacementslices", "singleplacementslices/status", "statuscollectors/status", "healthrules/status"}
 	inventoryResources = []string{"synctargets", "synctargets/status", "locations", "locations/status"}
 )
 

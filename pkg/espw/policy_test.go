@@ -53,7 +53,7 @@ func TestEdgePolicyCoversEveryKind(t *testing.T) {
 				t.Errorf("%s %s: not allowed to every authenticated identity", verb, r)
 			}
 		}
-		writable := map[string]bool{"edgeplacements": true, "customizers": true}[r]
+		writable := map[string]bool{"edgeplacements": true, "customizers": true, "statuscollectors": true, "healthrules": true}[r]
 		inventoryKind := map[string]bool{"synctargets": true, "locations": true}[r]
 		for _, verb := range []string{"create", "update", "patch", "delete"} {
 			if got := allows(user, r, verb); got != writable {

@@ -33,6 +33,7 @@ func (c *Controller) reconcileSyncerConfig(ctx context.Context, mb logicalcluste
 		Upsync:    allowedUpsync(ctx, dedupUpsync(d.upsync)),
 		Heartbeat: &edgev1alpha1.HeartbeatSettings{IntervalSeconds: int32(c.cfg.HeartbeatInterval / time.Second)},
 	}
+	spec.Collectors, spec.HealthRules = c.statusRulesOf(d.placements)
 	if spec.Heartbeat.IntervalSeconds < 1 {
 		spec.Heartbeat.IntervalSeconds = int32(DefaultHeartbeatInterval / time.Second)
 	}

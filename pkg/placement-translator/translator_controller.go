@@ -126,7 +126,12 @@ type Controller struct {
 	placements  centerview.SharedInformer
 	slices      centerview.SharedInformer
 	customizers centerview.SharedInformer
-	syncTargets centerview.SharedInformer
+	// statusCollectors and healthRules are the workload workspaces' (statusrules.go); rules
+	// compiles them.
+	statusCollectors centerview.SharedInformer
+	healthRules      centerview.SharedInformer
+	rules            ruleCompiler
+	syncTargets      centerview.SharedInformer
 	locations   centerview.SharedInformer
 	// bindings are the APIBindings of the workspaces that bind edge.kcp.io: their accepted
 	// permission claims are their owners' consent (see consent.go).
@@ -163,11 +168,12 @@ type Controller struct {
 	now func() time.Time
 }
 
-// queueKey is one of: a mailbox (by workspace name) to reconcile, or a placement whose status
-// to write.
+// queueKey is one of: a mailbox (by workspace name) to reconcile, a placement whose status
+// to write, or a status collector or health rule whose status to write.
 type queueKey struct {
 	mailbox   string
 	placement placementKey
+	rule      ruleKey
 }
 
 // placementKey names an EdgePlacement.
@@ -218,6 +224,8 @@ func NewController(cfg Config) (*Controller, error) {
 		return live
 	})
 	c.customizers = newInformer(customizersGVR, cache.Indexers{})
+	c.statusCollectors = newInformer(statusCollectorsGVR, cache.Indexers{})
+	c.healthRules = newInformer(healthRulesGVR, cache.Indexers{})
 	c.syncTargets = newInformer(syncTargetsGVR, cache.Indexers{syncTargetsByMailbox: syncTargetMailbox, syncTargetsByMailboxCluster: syncTargetMailboxCluster})
 	c.locations = newInformer(locationsGVR, cache.Indexers{})
 	c.bindings = newInformer(apiBindingsGVR, cache.Indexers{})
@@ -246,6 +254,8 @@ func NewController(cfg Config) (*Controller, error) {
 		{c.placements, c.placementChanged},
 		{c.slices, c.sliceChanged},
 		{c.customizers, func(_, obj *unstructured.Unstructured) { c.workloadChanged(obj) }},
+		{c.statusCollectors, c.ruleChanged(statusCollectorsGVR.Resource)},
+		{c.healthRules, c.ruleChanged(healthRulesGVR.Resource)},
 		{c.syncTargets, c.syncTargetChanged},
 		{c.locations, c.locationChanged},
 		{c.bindings, c.bindingChanged},
@@ -330,7 +340,7 @@ func (c *Controller) StartCaches(ctx context.Context) error {
 // startCaches starts the informers, waits for them, then starts the view of the mailboxes; false
 // if ctx ended first.
 func (c *Controller) startCaches(ctx context.Context) bool {
-	for _, inf := range []centerview.SharedInformer{c.placements, c.slices, c.customizers, c.syncTargets, c.locations, c.bindings} {
+	for _, inf := range []centerview.SharedInformer{c.placements, c.slices, c.customizers, c.statusCollectors, c.healthRules, c.syncTargets, c.locations, c.bindings} {
 		go inf.Run(ctx.Done())
 	}
 	c.workload.start(ctx)
@@ -343,7 +353,7 @@ func (c *Controller) startCaches(ctx context.Context) bool {
 
 // HasSynced says whether every informer has synced.
 func (c *Controller) HasSynced() bool {
-	for _, inf := range []centerview.SharedInformer{c.placements, c.slices, c.customizers, c.syncTargets, c.locations, c.bindings} {
+	for _, inf := range []centerview.SharedInformer{c.placements, c.slices, c.customizers, c.statusCollectors, c.healthRules, c.syncTargets, c.locations, c.bindings} {
 		if !inf.HasSynced() {
 			return false
 		}
@@ -356,6 +366,9 @@ func (c *Controller) process(ctx context.Context, key queueKey) (time.Duration, 
 	if key.mailbox != "" {
 		return c.reconcileMailbox(klog.NewContext(ctx, klog.FromContext(ctx).WithValues("mailbox", key.mailbox)), key.mailbox)
 	}
+	if key.rule.name != "" {
+		return c.writeRuleStatus(klog.NewContext(ctx, klog.FromContext(ctx).WithValues(key.rule.resource, key.rule.cluster+"|"+key.rule.name)), key.rule)
+	}
 	return c.writePlacementStatus(klog.NewContext(ctx, klog.FromContext(ctx).WithValues("placement", key.placement.String())), key.placement)
 }
 
@@ -363,6 +376,9 @@ func (c *Controller) process(ctx context.Context, key queueKey) (time.Duration, 
 func (k queueKey) String() string {
 	if k.mailbox != "" {
 		return "mailbox " + k.mailbox
+	}
+	if k.rule.name != "" {
+		return k.rule.resource + " " + k.rule.cluster + "|" + k.rule.name
 	}
 	return "placement " + k.placement.String()
 }

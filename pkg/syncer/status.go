@@ -124,8 +124,8 @@ type statusInputs struct {
 	drift *edgev1alpha1.DriftReport
 	// collectors are the placement's status collectors.
 	collectors []*statuscel.Collector
-	now    time.Time
-	budget int
+	now        time.Time
+	budget     int
 }
 
 // reported is one object's state with its .status at the edge, which goes into the assemblage's
