@@ -126,6 +126,9 @@ type Controller struct {
 	slices      centerview.SharedInformer
 	syncTargets centerview.SharedInformer
 	assemblages *assemblageWatch
+	// collectors are the workload workspaces' StatusCollectors; nil: status.collected is not
+	// written.
+	collectors centerview.SharedInformer
 
 	placementQueue *controllerkit.Queue[placementKey]
 	objectQueue    *controllerkit.Queue[objectKey]
@@ -182,6 +185,7 @@ func NewController(cfg Config) (*Controller, error) {
 		newAssemblageWatch(func() (centerview.SharedInformer, func(ctx context.Context, mailbox logicalcluster.Name, name string) (*unstructured.Unstructured, error)) {
 			return mailboxAssemblages(cfg.Mailbox, cfg.Assemblages)
 		}))
+	c.collectors = newInformer(statusCollectorsGVR, cache.Indexers{})
 	if sharedErr != nil {
 		return nil, sharedErr
 	}
@@ -270,6 +274,16 @@ func (c *Controller) addHandlers() error {
 			DeleteFunc: c.syncTargetChanged,
 		}},
 	}
+	if c.collectors != nil {
+		handlers = append(handlers, struct {
+			informer centerview.SharedInformer
+			handler  cache.ResourceEventHandler
+		}{c.collectors, cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.collectorChanged,
+			UpdateFunc: func(_, obj any) { c.collectorChanged(obj) },
+			DeleteFunc: c.collectorChanged,
+		}})
+	}
 	for _, h := range handlers {
 		if _, err := h.informer.AddEventHandler(h.handler); err != nil {
 			return err
@@ -285,11 +299,16 @@ func (c *Controller) Start(ctx context.Context) error {
 	defer c.objectQueue.ShutDown()
 	logger := klog.FromContext(ctx).WithValues("controller", ControllerName)
 	ctx = klog.NewContext(ctx, logger)
+	synced := []cache.InformerSynced{c.placements.HasSynced, c.slices.HasSynced, c.syncTargets.HasSynced}
 	for _, inf := range []centerview.SharedInformer{c.placements, c.slices, c.syncTargets} {
 		go inf.Run(ctx.Done())
 	}
+	if c.collectors != nil {
+		go c.collectors.Run(ctx.Done())
+		synced = append(synced, c.collectors.HasSynced)
+	}
 	go c.assemblages.start(ctx)
-	if !cache.WaitForCacheSync(ctx.Done(), c.placements.HasSynced, c.slices.HasSynced, c.syncTargets.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return ctx.Err()
 	}
 	logger.Info("caches synced; summarizing")

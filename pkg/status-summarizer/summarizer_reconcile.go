@@ -92,7 +92,8 @@ func (c *Controller) syncPlacement(ctx context.Context, pk placementKey) error {
 	// In whole seconds, as the server keeps it: a broken entry's since, compared with what the
 	// status holds, must not differ by a fraction.
 	now := metav1.NewTime(time.Now().Truncate(time.Second))
-	summary := transport.Summarize(c.viewsOf(pk, dests), c.previousBrokenSince(pk, p), now)
+	views := c.viewsOf(pk, dests)
+	summary := transport.Summarize(views, c.previousBrokenSince(pk, p), now)
 	c.rememberBroken(pk, summary.Broken)
 
 	status := p.Status.DeepCopy()
@@ -101,6 +102,7 @@ func (c *Controller) syncPlacement(ctx context.Context, pk placementKey) error {
 	status.BrokenCount = int32(summary.BrokenCount)
 	status.Objects = summary.Objects
 	status.ObjectCount = int32(summary.ObjectCount)
+	status.Collected = c.collected(pk, p, views)
 	setCondition(&status.Conditions, transport.ReadyCondition(summary.Counts, len(dests), p.Generation), false)
 	setCondition(&status.Conditions, transport.SingletonCondition(len(dests), p.Generation), !p.Spec.WantSingletonReportedState)
 	status.SummaryTime = p.Status.SummaryTime
