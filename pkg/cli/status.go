@@ -36,8 +36,9 @@ type statusOptions struct {
 	wmw    string
 	watch  bool
 	output string
-	target string
-	imw    string
+	target  string
+	imw     string
+	collect string
 }
 
 func newStatusCommand(o *Options) *cobra.Command {
@@ -56,16 +57,26 @@ With --target <synctarget> --imw <path>: everything placed on that edge cluster,
 assemblages in its mailbox: per placement the version delivered and the version applied, and each
 object's state at the edge, with the syncer's version, then the latest drift the syncer found
 there: the object, the fields changed (never their values), whether it was repaired, how often
-and when (this needs read access to the mailbox workspaces under the ESPW).`,
+and when (this needs read access to the mailbox workspaces under the ESPW).
+
+With PLACEMENT --collect <collector>: the results of that StatusCollector (one the placement
+names in spec.statusCollectors), combined over the placement's destinations: a table of its
+groups (groupBy's values, then combine's) or rows (destination, object, then select's values),
+with how many destinations reported, how many objects matched, and the run-time errors counted
+at the edges, with one example.`,
 		Example: `  kubectl edge status
   kubectl edge status web -w
   kubectl edge status --wmw root:wmw-a -o yaml
-  kubectl edge status --target edge-1 --imw root:imw`,
+  kubectl edge status --target edge-1 --imw root:imw
+  kubectl edge status web --collect available-replicas -o json`,
 		Args:              positional(nil, 1),
 		ValidArgsFunction: o.placementArg(&so.wmw),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutputFormat(so.output, "json", "yaml", "wide", "name"); err != nil {
 				return err
+			}
+			if so.collect != "" && (len(args) != 1 || so.target != "" || so.output == "wide" || so.output == "name") {
+				return fmt.Errorf("--collect shows one collector of one placement: kubectl edge status PLACEMENT --collect NAME [-o json|yaml]")
 			}
 			if so.target != "" && (so.output == "wide" || so.output == "name") {
 				return fmt.Errorf("-o %s with --target: the formats of --target are json and yaml (or none, for the table)", so.output)
@@ -89,6 +100,7 @@ and when (this needs read access to the mailbox workspaces under the ESPW).`,
 	cmd.Flags().BoolVarP(&so.watch, "watch", "w", false, "keep watching and print again on every change")
 	cmd.Flags().StringVarP(&so.output, "output", "o", "", "output format: json, yaml, wide (the table with LOCATIONS, OBJECTS, REVISION and SUMMARIZED) or name (default: a table)")
 	cmd.Flags().StringVar(&so.target, "target", "", "show the objects placed on this SyncTarget (of --imw)")
+	cmd.Flags().StringVar(&so.collect, "collect", "", "show the results of this StatusCollector of the placement, combined over its destinations")
 	cmd.Flags().StringVar(&so.imw, "imw", "", "path of the SyncTarget's inventory workspace, with --target (default: the kubeconfig's current workspace)")
 	_ = cmd.RegisterFlagCompletionFunc("target", func(c *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		return o.completeNames(c.Context(), flagPath(so.imw), syncTargetsGVR, toComplete)
@@ -256,6 +268,9 @@ func viewOf(p *edgev1alpha1.EdgePlacement) placementView {
 }
 
 func (so *statusOptions) printPlacements(out io.Writer, where string, items []edgev1alpha1.EdgePlacement, detail bool) error {
+	if so.collect != "" && len(items) == 1 {
+		return so.printCollected(out, &items[0])
+	}
 	if so.output == "name" {
 		for i := range items {
 			fmt.Fprintf(out, "edgeplacement.%s/%s\n", edgev1alpha1.SchemeGroupVersion.Group, items[i].Name)
@@ -679,4 +694,79 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// printCollected prints one collector's results of a placement: as a table, or as its
+// status.collected entry with -o json or yaml.
+func (so *statusOptions) printCollected(out io.Writer, p *edgev1alpha1.EdgePlacement) error {
+	var c *edgev1alpha1.CollectedStatus
+	for i := range p.Status.Collected {
+		if p.Status.Collected[i].Name == so.collect {
+			c = &p.Status.Collected[i]
+		}
+	}
+	if c == nil {
+		if !slices.Contains(p.Spec.StatusCollectors, so.collect) {
+			return fmt.Errorf("EdgePlacement %s does not name the StatusCollector %q in spec.statusCollectors (it names %s)", p.Name, so.collect, orNone(p.Spec.StatusCollectors))
+		}
+		return fmt.Errorf("EdgePlacement %s has no results of StatusCollector %q yet: is edge-controller-manager running?", p.Name, so.collect)
+	}
+	if so.output != "" {
+		return printAs(out, so.output, c)
+	}
+	if c.Problem != "" {
+		fmt.Fprintf(out, "%s: %s\n", c.Name, c.Problem)
+		return nil
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	header := make([]string, len(c.Columns))
+	for i, col := range c.Columns {
+		header[i] = strings.ToUpper(col)
+	}
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for _, row := range c.Rows {
+		cells := make([]string, len(row.Values))
+		for i, v := range row.Values {
+			cells[i] = cellOf(v)
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(c.Rows) == 0 {
+		fmt.Fprintln(out, "(no rows)")
+	}
+	fmt.Fprintf(out, "%d of %d rows; %d destinations reported, %d objects matched", len(c.Rows), c.RowCount, c.Destinations, c.Matched)
+	if c.Omitted > 0 {
+		fmt.Fprintf(out, "; %d rows left out at the edges (limit or size budget)", c.Omitted)
+	}
+	fmt.Fprintln(out)
+	if c.Errors > 0 {
+		fmt.Fprintf(out, "%d errors at run time", c.Errors)
+		if e := c.ErrorExample; e != nil {
+			fmt.Fprintf(out, "; for example at %s, %s: %s", e.Destination, e.Object, oneLine(e.Error, 300))
+		}
+		fmt.Fprintln(out)
+	}
+	return nil
+}
+
+// cellOf shows a JSON value in a table: a string without its quotes, nothing as <none>.
+func cellOf(v string) string {
+	if v == "" {
+		return "<none>"
+	}
+	var s string
+	if json.Unmarshal([]byte(v), &s) == nil {
+		return s
+	}
+	return v
+}
+
+func orNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
 }

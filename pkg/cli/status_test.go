@@ -302,3 +302,40 @@ func mustUnstructured(t *testing.T, v any) map[string]any {
 	}
 	return out
 }
+
+func TestStatusCollect(t *testing.T) {
+	p := placementWith(3, &edgev1alpha1.DestinationCounts{Ready: 3}, false)
+	p.Spec.StatusCollectors = []string{"images", "missing"}
+	p.Status.Collected = []edgev1alpha1.CollectedStatus{{Name: "images", Columns: []string{"image", "count"},
+		Rows:     []edgev1alpha1.CollectedRow{{Values: []string{`"nginx:1.25"`, "2"}}, {Values: []string{`"nginx:1.26"`, "1"}}},
+		RowCount: 2, Destinations: 3, Matched: 3, Errors: 1,
+		ErrorExample: &edgev1alpha1.CollectorError{Destination: "imw:edge-2", Object: "deployments.apps/app/web", Error: "spec.select[x]: division by zero"}}}
+	var out bytes.Buffer
+	so := &statusOptions{Options: &Options{}, collect: "images"}
+	if err := so.printPlacements(&out, "root:wmw", []edgev1alpha1.EdgePlacement{p}, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"IMAGE       COUNT", "nginx:1.25  2", "nginx:1.26  1", "2 of 2 rows; 3 destinations reported, 3 objects matched",
+		"1 errors at run time; for example at imw:edge-2, deployments.apps/app/web: spec.select[x]: division by zero"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the table lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	so.output = "json"
+	if err := so.printPlacements(&out, "root:wmw", []edgev1alpha1.EdgePlacement{p}, true); err != nil {
+		t.Fatal(err)
+	}
+	var back edgev1alpha1.CollectedStatus
+	if err := json.Unmarshal(out.Bytes(), &back); err != nil || back.Rows[0].Values[0] != `"nginx:1.25"` || back.Errors != 1 {
+		t.Errorf("-o json: %v %s", err, out.String())
+	}
+	so.collect, so.output = "missing", ""
+	if err := so.printPlacements(&out, "root:wmw", []edgev1alpha1.EdgePlacement{p}, true); err == nil || !strings.Contains(err.Error(), "no results") {
+		t.Errorf("a collector without results yet: %v", err)
+	}
+	so.collect = "other"
+	if err := so.printPlacements(&out, "root:wmw", []edgev1alpha1.EdgePlacement{p}, true); err == nil || !strings.Contains(err.Error(), "does not name") {
+		t.Errorf("a collector the placement does not name: %v", err)
+	}
+}
