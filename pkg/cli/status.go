@@ -33,9 +33,9 @@ var placementsGVR = edgev1alpha1.SchemeGroupVersion.WithResource("edgeplacements
 // statusOptions are the flags of kubectl edge status.
 type statusOptions struct {
 	*Options
-	wmw    string
-	watch  bool
-	output string
+	wmw     string
+	watch   bool
+	output  string
 	target  string
 	imw     string
 	collect string

@@ -132,7 +132,7 @@ type Controller struct {
 	healthRules      centerview.SharedInformer
 	rules            ruleCompiler
 	syncTargets      centerview.SharedInformer
-	locations   centerview.SharedInformer
+	locations        centerview.SharedInformer
 	// bindings are the APIBindings of the workspaces that bind edge.kcp.io: their accepted
 	// permission claims are their owners' consent (see consent.go).
 	bindings centerview.SharedInformer
