@@ -37,16 +37,16 @@ type StatusCollector struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
+	// +kubebuilder:validation:XValidation:rule="!has(self.combine) || self.combine.all(c, c.type == 'count' || (has(c.select) && has(self.select) && self.select.exists(s, s.name == c.select)))",message="each combine entry but count names, in select, one of spec.select's names: add that select entry, or fix the name"
+	// +kubebuilder:validation:XValidation:rule="!has(self.groupBy) || has(self.combine)",message="spec.groupBy needs spec.combine: groups are combined (count, sum, min, max, avg); without combine, each object is one row of spec.select"
+	// +kubebuilder:validation:XValidation:rule="has(self.select) || has(self.combine)",message="a collector needs spec.select (rows of values) or spec.combine (values combined per group)"
 	Spec StatusCollectorSpec `json:"spec"`
 	// +optional
 	Status StatusRuleStatus `json:"status,omitempty"`
 }
 
-// StatusCollectorSpec is what a collector collects.
-//
-// +kubebuilder:validation:XValidation:rule="!has(self.combine) || self.combine.all(c, c.type == 'count' || (has(c.select) && has(self.select) && self.select.exists(s, s.name == c.select)))",message="each combine entry but count names, in select, one of spec.select's names: add that select entry, or fix the name"
-// +kubebuilder:validation:XValidation:rule="!has(self.groupBy) || has(self.combine)",message="spec.groupBy needs spec.combine: groups are combined (count, sum, min, max, avg); without combine, each object is one row of spec.select"
-// +kubebuilder:validation:XValidation:rule="has(self.select) || has(self.combine)",message="a collector needs spec.select (rows of values) or spec.combine (values combined per group)"
+// StatusCollectorSpec is what a collector collects. The rules that check its shape at admission
+// are on StatusCollector's spec (SyncerConfig carries it without them).
 type StatusCollectorSpec struct {
 	// filter is a CEL expression over `object` giving a bool: only the objects for which it is
 	// true are collected. Omitted, every object the placement delivers is.

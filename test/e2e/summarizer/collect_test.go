@@ -1,0 +1,364 @@
+package summarizer
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/test/framework"
+)
+
+var (
+	statusCollectorsGVR = edgev1alpha1.SchemeGroupVersion.WithResource("statuscollectors")
+	healthRulesGVR      = edgev1alpha1.SchemeGroupVersion.WithResource("healthrules")
+)
+
+// collectWorkload is a Deployment and a ConfigMap whose data.count is no number, for the web
+// placement (paced one destination at a time), and a Widget, of a custom kind, for the gadgets
+// placement (no failure allowed).
+const collectWorkload = `apiVersion: v1
+kind: Namespace
+metadata: {name: web}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: registry.example/web:1}]}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: web}
+data: {count: many}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: gadgets}
+`
+
+const collectors = `apiVersion: edge.kcp.io/v1alpha1
+kind: StatusCollector
+metadata: {name: available}
+spec:
+  filter: object.kind == "Deployment"
+  select: [{name: available, expression: object.status.availableReplicas}]
+  combine: [{name: available, type: sum, select: available}, {name: deployments, type: count}]
+---
+apiVersion: edge.kcp.io/v1alpha1
+kind: StatusCollector
+metadata: {name: images}
+spec:
+  filter: object.kind == "Deployment"
+  groupBy: [{name: image, expression: object.spec.template.spec.containers[0].image}]
+  combine: [{name: deployments, type: count}]
+---
+apiVersion: edge.kcp.io/v1alpha1
+kind: StatusCollector
+metadata: {name: counts}
+spec:
+  select: [{name: count, expression: int(object.data.count)}]
+  combine: [{name: total, type: sum, select: count}]
+---
+apiVersion: edge.kcp.io/v1alpha1
+kind: HealthRule
+metadata: {name: widgets}
+spec:
+  group: example.com
+  kind: Widget
+  ready: object.status.phase == "Running"
+  failed: object.status.phase == "Degraded"
+  message: '"the widget is " + object.status.phase'
+`
+
+const collectPlacements = `apiVersion: edge.kcp.io/v1alpha1
+kind: EdgePlacement
+metadata: {name: web}
+spec:
+  locationSelectors: [{matchLabels: {region: north}}]
+  downsync: [{namespaces: [web]}]
+  statusCollectors: [available, images, counts]
+  rollout: {maxInFlight: 1, minReadySeconds: 3}
+---
+apiVersion: edge.kcp.io/v1alpha1
+kind: EdgePlacement
+metadata: {name: gadgets}
+spec:
+  locationSelectors: [{matchLabels: {region: north}}]
+  downsync: [{namespaces: [gadgets]}, {apiGroup: apiextensions.k8s.io, resources: [customresourcedefinitions], objectNames: [widgets.example.com]}]
+  rollout: {maxInFlight: 1, maxFailures: 0}
+`
+
+// TestStatusYouDefine: status collectors and a health rule on three real Kubernetes edges. The
+// sum of availableReplicas matches the edges' own and follows a scale within 5 s; a paced image
+// change shows two groups of images; the health rule on a custom kind makes its placement ready,
+// then failed, and stalls a rollout that allows no failure; a broken expression is refused; a
+// run-time error is counted with an example while the rest works.
+func TestStatusYouDefine(t *testing.T) {
+	t.Parallel()
+	names := []string{"kube1", "kube2", "kube3"}
+	starting := map[string]func() *framework.KubeCluster{}
+	for _, n := range names {
+		starting[n] = framework.StartKubeClusterInBackground(t, n)
+	}
+	f := framework.NewFleet(t, map[string]string{"kube1": "north", "kube2": "north", "kube3": "north"})
+	edges := map[string]dynamic.Interface{}
+	for _, n := range names {
+		kube := starting[n]()
+		framework.StartSyncer(t, f.ESPW, f.IMW, n, kube.PCluster())
+		edges[n] = kube.DynamicClient(t)
+	}
+	wmw := framework.KCP(t).DynamicClient(t, f.WMW)
+	f.Apply(t, f.WMW, collectWorkload)
+	applyWidget(t, f, "gadgets")
+	f.Apply(t, f.WMW, collectors)
+	for _, c := range []struct {
+		gvr  schema.GroupVersionResource
+		name string
+	}{{statusCollectorsGVR, "available"}, {statusCollectorsGVR, "images"}, {statusCollectorsGVR, "counts"}, {healthRulesGVR, "widgets"}} {
+		framework.EventuallyObject(t, "accepted", wmw, c.gvr, "", c.name, ruleCondition(metav1.ConditionTrue))
+	}
+	f.Apply(t, f.WMW, collectPlacements)
+
+	t.Run("broken expressions refused", func(t *testing.T) {
+		// The structure is checked at admission: groupBy without combine.
+		r := framework.KubectlApply(t, framework.KCP(t).ServerURL(f.WMW), `apiVersion: edge.kcp.io/v1alpha1
+kind: StatusCollector
+metadata: {name: shapeless}
+spec:
+  groupBy: [{name: image, expression: object.spec.image}]
+`)
+		if r.Err == nil || !strings.Contains(r.Stderr, "spec.groupBy needs spec.combine") {
+			t.Errorf("a collector with groupBy and no combine was not refused: %v\n%s", r.Err, r.Stderr)
+		}
+		// An expression that does not compile is not accepted: the condition names it and where.
+		f.Apply(t, f.WMW, `apiVersion: edge.kcp.io/v1alpha1
+kind: StatusCollector
+metadata: {name: broken}
+spec:
+  select: [{name: phase, expression: "object.status.phase +"}]
+`)
+		u := framework.EventuallyObject(t, "not accepted", wmw, statusCollectorsGVR, "", "broken", ruleCondition(metav1.ConditionFalse))
+		_, reason, msg := framework.ConditionStatus(u, edgev1alpha1.RuleAccepted)
+		if reason != edgev1alpha1.ReasonInvalidExpression || !strings.Contains(msg, "spec.select[phase]") ||
+			!strings.Contains(msg, "object.status.phase +") || !strings.Contains(msg, "at 1:") {
+			t.Errorf("Accepted: %s: %s", reason, msg)
+		}
+	})
+
+	// edgeSum is the sum of the Deployment's status.availableReplicas over the edges.
+	edgeSum := func() int64 {
+		var sum int64
+		for _, n := range names {
+			if u := framework.GetObject(t, edges[n], deployments, "web", "web"); u != nil {
+				v, _, _ := unstructured.NestedInt64(u.Object, "status", "availableReplicas")
+				sum += v
+			}
+		}
+		return sum
+	}
+	t.Run("sum of available replicas follows a scale", func(t *testing.T) {
+		waitCollected(t, wmw, "web", "available", "3", func(c *edgev1alpha1.CollectedStatus) string {
+			if got := rowsOf(c); got != "3,3" || c.Destinations != 3 {
+				return fmt.Sprintf("rows %s from %d destinations, want 3,3 from 3", got, c.Destinations)
+			}
+			return ""
+		})
+		if s := edgeSum(); s != 3 {
+			t.Errorf("the edges' own sum is %d", s)
+		}
+		f.Kubectl(t, f.WMW, "scale", "deployment", "web", "-n", "web", "--replicas=2")
+		var edgesAt time.Time
+		framework.Eventually(t, framework.Converge, func() (bool, string) {
+			s := edgeSum()
+			return s == 6, fmt.Sprintf("the edges' sum is %d", s)
+		})
+		edgesAt = time.Now()
+		waitCollected(t, wmw, "web", "available", "6", func(c *edgev1alpha1.CollectedStatus) string {
+			if got := rowsOf(c); got != "6,3" {
+				return "rows " + got
+			}
+			return ""
+		})
+		lag := time.Since(edgesAt)
+		t.Logf("status.collected followed the edges %s after their sum reached 6", lag.Round(10*time.Millisecond))
+		if lag > 5*time.Second {
+			t.Errorf("status.collected showed the new sum %s after the edges had it, more than 5 s", lag)
+		}
+		out := framework.KubectlEdge(t, "status", "web", "--collect", "available", "--wmw", f.WMW.String()).MustSucceed(t).Stdout
+		lines := strings.Split(out, "\n")
+		if len(lines) < 3 || strings.Join(strings.Fields(lines[0]), " ") != "AVAILABLE DEPLOYMENTS" || strings.Join(strings.Fields(lines[1]), " ") != "6 3" ||
+			!strings.Contains(out, "3 destinations reported") {
+			t.Errorf("kubectl edge status --collect:\n%s", out)
+		}
+	})
+
+	t.Run("images grouped during a paced rollout", func(t *testing.T) {
+		f.Kubectl(t, f.WMW, "set", "image", "deployment/web", "-n", "web", "web=registry.example/web:2")
+		twoGroups := ""
+		waitCollected(t, wmw, "web", "images", "one group of the new image", func(c *edgev1alpha1.CollectedStatus) string {
+			got := rowsOf(c)
+			if len(c.Rows) == 2 && twoGroups == "" {
+				twoGroups = got
+			}
+			if got != "registry.example/web:2,3" {
+				return "rows " + got
+			}
+			return ""
+		})
+		if twoGroups != "registry.example/web:1,2;registry.example/web:2,1" && twoGroups != "registry.example/web:1,1;registry.example/web:2,2" {
+			t.Errorf("two groups were never seen during the rollout (saw %q)", twoGroups)
+		}
+		out := framework.KubectlEdge(t, "status", "web", "--collect", "images", "-o", "json", "--wmw", f.WMW.String()).MustSucceed(t).Stdout
+		if !strings.Contains(out, `"registry.example/web:2"`) || !strings.Contains(out, `"columns"`) {
+			t.Errorf("kubectl edge status --collect -o json:\n%s", out)
+		}
+	})
+
+	t.Run("a run-time error is counted, the rest works", func(t *testing.T) {
+		c := waitCollected(t, wmw, "web", "counts", "3 errors", func(c *edgev1alpha1.CollectedStatus) string {
+			if c.Errors != 3 || c.ErrorExample == nil {
+				return fmt.Sprintf("%d errors, example %+v", c.Errors, c.ErrorExample)
+			}
+			return ""
+		})
+		if e := c.ErrorExample; e.Object != "configmaps/web/settings" || !strings.Contains(e.Error, "spec.select[count]") || !strings.Contains(e.Destination, ":kube") {
+			t.Errorf("error example %+v", e)
+		}
+		// Every object is matched (no filter); none has a number, so the one group has no total.
+		if c.Matched < 6 || len(c.Rows) != 1 || len(c.Rows[0].Values) != 1 || c.Rows[0].Values[0] != "" {
+			t.Errorf("matched %d, rows %+v", c.Matched, c.Rows)
+		}
+		waitCollected(t, wmw, "web", "available", "still 6", func(c *edgev1alpha1.CollectedStatus) string {
+			if got := rowsOf(c); got != "6,3" || c.Errors != 0 {
+				return fmt.Sprintf("rows %s, %d errors", got, c.Errors)
+			}
+			return ""
+		})
+	})
+
+	widgets := func(n string) dynamic.ResourceInterface { return edges[n].Resource(widgetsGVR).Namespace("gadgets") }
+	setPhase := func(t *testing.T, n, phase string) {
+		t.Helper()
+		framework.Eventually(t, framework.Converge, func() (bool, string) {
+			_, err := widgets(n).Patch(context.Background(), "w1", types.MergePatchType, []byte(`{"status":{"phase":"`+phase+`"}}`), metav1.PatchOptions{}, "status")
+			return err == nil, fmt.Sprintf("setting the phase at %s: %v", n, err)
+		})
+	}
+	t.Run("health rule for a custom kind: ready, then failed", func(t *testing.T) {
+		// No phase yet: kstatus would call the Widget ready; the rule says not yet.
+		framework.EventuallyObject(t, "the rule decides", wmw, placements, "", "gadgets", func(u *unstructured.Unstructured) string {
+			if u == nil {
+				return "absent"
+			}
+			s := placementStatus(t, u)
+			if s.Summary == nil || s.Summary.Applied != 3 {
+				return fmt.Sprintf("summary %+v, want 3 applied", s.Summary)
+			}
+			return ""
+		})
+		for _, n := range names {
+			setPhase(t, n, "Running")
+		}
+		framework.EventuallyObject(t, "ready by the rule", wmw, placements, "", "gadgets",
+			summaryIs(t, edgev1alpha1.DestinationCounts{Ready: 3}, metav1.ConditionTrue))
+		setPhase(t, "kube2", "Degraded")
+		framework.EventuallyObject(t, "failed by the rule", wmw, placements, "", "gadgets", func(u *unstructured.Unstructured) string {
+			if why := summaryIs(t, edgev1alpha1.DestinationCounts{Ready: 2, Failed: 1}, metav1.ConditionFalse)(u); why != "" {
+				return why
+			}
+			s := placementStatus(t, u)
+			if len(s.Broken) != 1 || !strings.HasSuffix(s.Broken[0].Destination, ":kube2") || s.Broken[0].Reason != "the widget is Degraded" {
+				return fmt.Sprintf("broken %+v", s.Broken)
+			}
+			return ""
+		})
+	})
+
+	t.Run("maxFailures 0 stalls on the destination the rule calls failed", func(t *testing.T) {
+		f.Kubectl(t, f.WMW, "patch", "widgets.example.com", "w1", "-n", "gadgets", "--type=merge", "-p", `{"spec":{"size":4}}`)
+		framework.EventuallyPlacementCondition(t, wmw, "gadgets", edgev1alpha1.PlacementRolloutStalled, metav1.ConditionTrue, "kube2")
+		time.Sleep(2 * time.Second)
+		for _, n := range names {
+			if u := framework.GetObject(t, edges[n], widgetsGVR, "gadgets", "w1"); u != nil {
+				if size, _, _ := unstructured.NestedInt64(u.Object, "spec", "size"); size == 4 {
+					t.Errorf("%s got the new version while the rollout was stalled", n)
+				}
+			}
+		}
+		setPhase(t, "kube2", "Running")
+		framework.EventuallyPlacementCondition(t, wmw, "gadgets", edgev1alpha1.PlacementRolloutStalled, metav1.ConditionFalse)
+		framework.EventuallyObject(t, "kube1", edges["kube1"], widgetsGVR, "gadgets", "w1", framework.FieldIs("4", "spec", "size"))
+	})
+}
+
+// ruleCondition checks a StatusCollector's or HealthRule's Accepted condition.
+func ruleCondition(want metav1.ConditionStatus) func(*unstructured.Unstructured) string {
+	return func(u *unstructured.Unstructured) string {
+		if u == nil {
+			return "absent"
+		}
+		if st, reason, msg := framework.ConditionStatus(u, edgev1alpha1.RuleAccepted); st != want {
+			return fmt.Sprintf("Accepted is %q (%s: %s), want %s", st, reason, msg, want)
+		}
+		return ""
+	}
+}
+
+// waitCollected waits until the placement's status.collected entry of the collector passes
+// check, and returns it.
+func waitCollected(t *testing.T, wmw dynamic.Interface, placement, collector, what string, check func(*edgev1alpha1.CollectedStatus) string) *edgev1alpha1.CollectedStatus {
+	t.Helper()
+	var out *edgev1alpha1.CollectedStatus
+	framework.Eventually(t, framework.Converge, func() (bool, string) {
+		u := framework.GetObject(t, wmw, placements, "", placement)
+		if u == nil {
+			return false, "no placement " + placement
+		}
+		p := &edgev1alpha1.EdgePlacement{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, p); err != nil {
+			return false, err.Error()
+		}
+		for i := range p.Status.Collected {
+			if c := &p.Status.Collected[i]; c.Name == collector {
+				if why := check(c); why != "" {
+					return false, fmt.Sprintf("%s of %s (%s): %s", collector, placement, what, why)
+				}
+				out = c
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("no status.collected entry %s in %s (conditions %v)", collector, placement, meta.FindStatusCondition(p.Status.Conditions, "Ready"))
+	})
+	return out
+}
+
+// rowsOf renders a collector's rows as "a,b;c,d", strings without their quotes.
+func rowsOf(c *edgev1alpha1.CollectedStatus) string {
+	if len(c.Rows) == 0 {
+		return "<none>"
+	}
+	var rows []string
+	for _, r := range c.Rows {
+		var cells []string
+		for _, v := range r.Values {
+			cells = append(cells, strings.Trim(v, `"`))
+		}
+		rows = append(rows, strings.Join(cells, ","))
+	}
+	return strings.Join(rows, ";")
+}
