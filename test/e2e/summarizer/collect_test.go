@@ -25,7 +25,7 @@ var (
 )
 
 // collectWorkload is a Deployment and a ConfigMap whose data.count is no number, for the web
-// placement (paced one destination at a time), and a Widget, of a custom kind, for the gadgets
+// placement, and a Widget, of a custom kind, for the gadgets
 // placement (no failure allowed).
 const collectWorkload = `apiVersion: v1
 kind: Namespace
@@ -64,7 +64,7 @@ kind: StatusCollector
 metadata: {name: images}
 spec:
   filter: object.kind == "Deployment"
-  groupBy: [{name: image, expression: object.spec.template.spec.containers[0].image}]
+  groupBy: [{name: image, expression: 'object.spec.template.spec.containers[0].image'}]
   combine: [{name: deployments, type: count}]
 ---
 apiVersion: edge.kcp.io/v1alpha1
@@ -92,7 +92,6 @@ spec:
   locationSelectors: [{matchLabels: {region: north}}]
   downsync: [{namespaces: [web]}]
   statusCollectors: [available, images, counts]
-  rollout: {maxInFlight: 1, minReadySeconds: 3}
 ---
 apiVersion: edge.kcp.io/v1alpha1
 kind: EdgePlacement
@@ -100,7 +99,7 @@ metadata: {name: gadgets}
 spec:
   locationSelectors: [{matchLabels: {region: north}}]
   downsync: [{namespaces: [gadgets]}, {apiGroup: apiextensions.k8s.io, resources: [customresourcedefinitions], objectNames: [widgets.example.com]}]
-  rollout: {maxInFlight: 1, maxFailures: 0}
+  rollout: {maxFailures: 0}
 `
 
 // TestStatusYouDefine: status collectors and a health rule on three real Kubernetes edges. The
@@ -208,7 +207,9 @@ spec:
 	})
 
 	t.Run("images grouped during a paced rollout", func(t *testing.T) {
-		f.Kubectl(t, f.WMW, "set", "image", "deployment/web", "-n", "web", "web=registry.example/web:2")
+		// One destination at a time from now on, each soaking 3 s.
+		f.Kubectl(t, f.WMW, "patch", "edgeplacement", "web", "--type=merge", "-p", `{"spec":{"rollout":{"maxInFlight":1,"minReadySeconds":3}}}`)
+		f.Kubectl(t, f.WMW, "patch", "deployment", "web", "-n", "web", "--type=json", "-p", `[{"op":"replace","path":"/spec/template/spec/containers/0/image","value":"registry.example/web:2"}]`)
 		twoGroups := ""
 		waitCollected(t, wmw, "web", "images", "one group of the new image", func(c *edgev1alpha1.CollectedStatus) string {
 			got := rowsOf(c)
