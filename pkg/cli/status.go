@@ -727,7 +727,7 @@ func (so *statusOptions) printCollected(out io.Writer, p *edgev1alpha1.EdgePlace
 	for _, row := range c.Rows {
 		cells := make([]string, len(row.Values))
 		for i, v := range row.Values {
-			cells[i] = cellOf(v)
+			cells[i] = cellOf(v.Raw)
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
@@ -752,13 +752,14 @@ func (so *statusOptions) printCollected(out io.Writer, p *edgev1alpha1.EdgePlace
 	return nil
 }
 
-// cellOf shows a JSON value in a table: a string without its quotes, nothing as <none>.
-func cellOf(v string) string {
-	if v == "" {
+// cellOf shows a JSON value in a table: a string without its quotes, null as <none>.
+func cellOf(raw []byte) string {
+	v := string(raw)
+	if v == "" || v == "null" {
 		return "<none>"
 	}
 	var s string
-	if json.Unmarshal([]byte(v), &s) == nil {
+	if json.Unmarshal(raw, &s) == nil {
 		return s
 	}
 	return v

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"bytes"
 	"encoding/json"
 	"slices"
@@ -307,7 +308,7 @@ func TestStatusCollect(t *testing.T) {
 	p := placementWith(3, &edgev1alpha1.DestinationCounts{Ready: 3}, false)
 	p.Spec.StatusCollectors = []string{"images", "missing"}
 	p.Status.Collected = []edgev1alpha1.CollectedStatus{{Name: "images", Columns: []string{"image", "count"},
-		Rows:     []edgev1alpha1.CollectedRow{{Values: []string{`"nginx:1.25"`, "2"}}, {Values: []string{`"nginx:1.26"`, "1"}}},
+		Rows:     []edgev1alpha1.CollectedRow{{Values: jsonValues(`"nginx:1.25"`, "2")}, {Values: jsonValues(`"nginx:1.26"`, "1")}},
 		RowCount: 2, Destinations: 3, Matched: 3, Errors: 1,
 		ErrorExample: &edgev1alpha1.CollectorError{Destination: "imw:edge-2", Object: "deployments.apps/app/web", Error: "spec.select[x]: division by zero"}}}
 	var out bytes.Buffer
@@ -327,7 +328,7 @@ func TestStatusCollect(t *testing.T) {
 		t.Fatal(err)
 	}
 	var back edgev1alpha1.CollectedStatus
-	if err := json.Unmarshal(out.Bytes(), &back); err != nil || back.Rows[0].Values[0] != `"nginx:1.25"` || back.Errors != 1 {
+	if err := json.Unmarshal(out.Bytes(), &back); err != nil || string(back.Rows[0].Values[0].Raw) != `"nginx:1.25"` || back.Errors != 1 {
 		t.Errorf("-o json: %v %s", err, out.String())
 	}
 	so.collect, so.output = "missing", ""
@@ -338,4 +339,12 @@ func TestStatusCollect(t *testing.T) {
 	if err := so.printPlacements(&out, "root:wmw", []edgev1alpha1.EdgePlacement{p}, true); err == nil || !strings.Contains(err.Error(), "does not name") {
 		t.Errorf("a collector the placement does not name: %v", err)
 	}
+}
+
+func jsonValues(raw ...string) []apiextensionsv1.JSON {
+	out := make([]apiextensionsv1.JSON, len(raw))
+	for i, r := range raw {
+		out[i] = apiextensionsv1.JSON{Raw: []byte(r)}
+	}
+	return out
 }

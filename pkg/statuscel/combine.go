@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 )
 
@@ -47,7 +49,7 @@ func Combine(name string, spec *edgev1alpha1.StatusCollectorSpec, reports []Dest
 	limit := Limit(spec)
 	combining := len(spec.Combine) > 0
 	groups := map[string]*group{}
-	var rows []edgev1alpha1.CollectedRow
+	var rows [][]string
 	for _, d := range reports {
 		r := d.Report
 		if r == nil {
@@ -73,7 +75,7 @@ func Combine(name string, spec *edgev1alpha1.StatusCollectorSpec, reports []Dest
 					}
 					values = append(values, v)
 				}
-				rows = append(rows, edgev1alpha1.CollectedRow{Values: values})
+				rows = append(rows, values)
 			}
 			continue
 		}
@@ -110,7 +112,7 @@ func Combine(name string, spec *edgev1alpha1.StatusCollectorSpec, reports []Dest
 	}
 	if !combining {
 		sort.SliceStable(rows, func(i, j int) bool {
-			a, b := rows[i].Values, rows[j].Values
+			a, b := rows[i], rows[j]
 			if a[0] != b[0] {
 				return a[0] < b[0]
 			}
@@ -120,7 +122,9 @@ func Combine(name string, spec *edgev1alpha1.StatusCollectorSpec, reports []Dest
 		if len(rows) > limit {
 			rows = rows[:limit]
 		}
-		out.Rows = rows
+		for _, r := range rows {
+			out.Rows = append(out.Rows, rowOf(r))
+		}
 		return out
 	}
 	ids := make([]string, 0, len(groups))
@@ -142,7 +146,19 @@ func Combine(name string, spec *edgev1alpha1.StatusCollectorSpec, reports []Dest
 			}
 			values = append(values, g.accs[i].result().Value)
 		}
-		out.Rows = append(out.Rows, edgev1alpha1.CollectedRow{Values: values})
+		out.Rows = append(out.Rows, rowOf(values))
+	}
+	return out
+}
+
+// rowOf makes a row of JSON texts, "" (no value) as null.
+func rowOf(values []string) edgev1alpha1.CollectedRow {
+	out := edgev1alpha1.CollectedRow{Values: make([]apiextensionsv1.JSON, len(values))}
+	for i, v := range values {
+		if v == "" {
+			v = "null"
+		}
+		out.Values[i] = apiextensionsv1.JSON{Raw: []byte(v)}
 	}
 	return out
 }

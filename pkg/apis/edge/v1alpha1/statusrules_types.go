@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -319,7 +320,7 @@ type CollectedStatus struct {
 	// columns name the values of each row.
 	// +listType=atomic
 	Columns []string `json:"columns"`
-	// rows are the groups or rows, at most the collector's limit, as JSON values.
+	// rows are the groups or rows, at most the collector's limit.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=100
@@ -351,6 +352,8 @@ type CollectedStatus struct {
 
 // CollectedRow is one row of a CollectedStatus.
 type CollectedRow struct {
+	// values are the row's values, one per column, as the expressions gave them (null where an
+	// object has none).
 	// +listType=atomic
-	Values []string `json:"values"`
+	Values []apiextensionsv1.JSON `json:"values"`
 }
