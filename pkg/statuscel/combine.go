@@ -151,14 +151,14 @@ func Combine(name string, spec *edgev1alpha1.StatusCollectorSpec, reports []Dest
 	return out
 }
 
-// rowOf makes a row of JSON texts, "" (no value) as null.
+// rowOf makes a row of JSON texts; "" (no value) and null are a JSON without Raw, null, as the
+// server's copy of it reads back (so that the summarizer sees no change where there is none).
 func rowOf(values []string) edgev1alpha1.CollectedRow {
 	out := edgev1alpha1.CollectedRow{Values: make([]apiextensionsv1.JSON, len(values))}
 	for i, v := range values {
-		if v == "" {
-			v = "null"
+		if v != "" && v != "null" {
+			out.Values[i] = apiextensionsv1.JSON{Raw: []byte(v)}
 		}
-		out.Values[i] = apiextensionsv1.JSON{Raw: []byte(v)}
 	}
 	return out
 }

@@ -1,9 +1,13 @@
 package statuscel
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 )
@@ -87,7 +91,7 @@ func TestCollectGroupsAndRows(t *testing.T) {
 	r = c.Collect([]Object{deployment("b", "x:1", 1), deployment("a", "x:2", 1)})
 	total = Combine("c", &rowsSpec, []DestinationReport{{"d1", &r}})
 	if strings.Join(total.Columns, ",") != "destination,object,image,phase" || cells(total.Rows[0])[1] != `"deployments.apps/ns/a"` ||
-		cells(total.Rows[0])[2] != `"x:2"` || cells(total.Rows[0])[3] != "null" || r.Errors != 0 {
+		cells(total.Rows[0])[2] != `"x:2"` || cells(total.Rows[0])[3] != "" || r.Errors != 0 {
 		t.Errorf("rows: %+v %+v", total, r)
 	}
 }
@@ -172,4 +176,47 @@ func cells(r edgev1alpha1.CollectedRow) []string {
 		out[i] = string(v.Raw)
 	}
 	return out
+}
+
+// A placement's collected results read back from the server (through unstructured, as the
+// summarizer's cache holds them) equal those computed: the summarizer writes only on a change.
+func TestCollectedRoundTrip(t *testing.T) {
+	spec := edgev1alpha1.StatusCollectorSpec{
+		Select:  []edgev1alpha1.NamedExpression{{Name: "v", Expression: "object.v"}, {Name: "w", Expression: "object.w"}},
+		GroupBy: []edgev1alpha1.NamedExpression{{Name: "g", Expression: "object.g"}},
+		Combine: []edgev1alpha1.Combination{{Name: "n", Type: "count"}, {Name: "s", Type: "sum", Select: "v"}, {Name: "a", Type: "avg", Select: "v"}, {Name: "m", Type: "max", Select: "w"}},
+	}
+	c := mustCollector(t, spec)
+	r := c.Collect([]Object{
+		{Key: "a", Content: map[string]any{"g": map[string]any{"z": "<&>", "a": []any{int64(1), 2.5}}, "v": 0.1}},
+		{Key: "b", Content: map[string]any{"g": "x", "v": 0.2, "w": 1e21}},
+		{Key: "c", Content: map[string]any{"g": "x", "v": int64(3)}},
+		{Key: "d", Content: map[string]any{}},
+	})
+	rowsSpec := edgev1alpha1.StatusCollectorSpec{Select: spec.Select}
+	rr := mustCollector(t, rowsSpec).Collect([]Object{{Key: "a", Content: map[string]any{"v": "s"}}})
+	for _, want := range []edgev1alpha1.CollectedStatus{
+		Combine("c", &spec, []DestinationReport{{"d1", &r}}),
+		Combine("r", &rowsSpec, []DestinationReport{{"d1", &rr}}),
+	} {
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := json.Marshal(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back map[string]any
+		if err := json.Unmarshal(data, &back); err != nil {
+			t.Fatal(err)
+		}
+		var got edgev1alpha1.CollectedStatus
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(back, &got); err != nil {
+			t.Fatal(err)
+		}
+		if !equality.Semantic.DeepEqual(got, want) {
+			t.Errorf("read back\n%s\nwritten\n%s", fmt.Sprint(got.Rows), fmt.Sprint(want.Rows))
+		}
+	}
 }
