@@ -69,6 +69,13 @@ spec:
 ---
 apiVersion: edge.kcp.io/v1alpha1
 kind: StatusCollector
+metadata: {name: images-by-edge}
+spec:
+  filter: object.kind == "Deployment"
+  select: [{name: image, expression: 'object.spec.template.spec.containers[0].image'}]
+---
+apiVersion: edge.kcp.io/v1alpha1
+kind: StatusCollector
 metadata: {name: counts}
 spec:
   select: [{name: count, expression: int(object.data.count)}]
@@ -91,7 +98,7 @@ metadata: {name: web}
 spec:
   locationSelectors: [{matchLabels: {region: north}}]
   downsync: [{namespaces: [web]}]
-  statusCollectors: [available, images, counts]
+  statusCollectors: [available, images, images-by-edge, counts]
 ---
 apiVersion: edge.kcp.io/v1alpha1
 kind: EdgePlacement
@@ -128,7 +135,7 @@ func TestStatusYouDefine(t *testing.T) {
 	for _, c := range []struct {
 		gvr  schema.GroupVersionResource
 		name string
-	}{{statusCollectorsGVR, "available"}, {statusCollectorsGVR, "images"}, {statusCollectorsGVR, "counts"}, {healthRulesGVR, "widgets"}} {
+	}{{statusCollectorsGVR, "available"}, {statusCollectorsGVR, "images"}, {statusCollectorsGVR, "images-by-edge"}, {statusCollectorsGVR, "counts"}, {healthRulesGVR, "widgets"}} {
 		framework.EventuallyObject(t, "accepted", wmw, c.gvr, "", c.name, ruleCondition(metav1.ConditionTrue))
 	}
 	f.Apply(t, f.WMW, collectPlacements)
@@ -171,12 +178,14 @@ spec:
 		return sum
 	}
 	t.Run("sum of available replicas follows a scale", func(t *testing.T) {
+		start := time.Now()
 		waitCollected(t, wmw, "web", "available", "3", func(c *edgev1alpha1.CollectedStatus) string {
 			if got := rowsOf(c); got != "3,3" || c.Destinations != 3 {
 				return fmt.Sprintf("rows %s from %d destinations, want 3,3 from 3", got, c.Destinations)
 			}
 			return ""
 		})
+		t.Logf("one available replica at each edge, collected, %s after the subtest began", time.Since(start).Round(time.Second))
 		if s := edgeSum(); s != 3 {
 			t.Errorf("the edges' own sum is %d", s)
 		}
@@ -187,6 +196,7 @@ spec:
 			return s == 6, fmt.Sprintf("the edges' sum is %d", s)
 		})
 		edgesAt = time.Now()
+		t.Logf("the edges' own sum reached 6 %s after the subtest began", edgesAt.Sub(start).Round(time.Second))
 		waitCollected(t, wmw, "web", "available", "6", func(c *edgev1alpha1.CollectedStatus) string {
 			if got := rowsOf(c); got != "6,3" {
 				return "rows " + got
@@ -221,6 +231,16 @@ spec:
 		if !strings.Contains(out, `"registry.example/web:2",`) || !strings.Contains(out, `"columns"`) {
 			t.Errorf("kubectl edge status --collect -o json:\n%s", out)
 		}
+		// Without combine: a row per edge, kube1's with the new image (it keeps it from now on).
+		waitCollected(t, wmw, "web", "images-by-edge", "kube1 on the new image", func(c *edgev1alpha1.CollectedStatus) string {
+			rows := strings.Split(rowsOf(c), ";")
+			if strings.Join(c.Columns, ",") != "destination,object,image" || len(rows) != 3 ||
+				!strings.HasSuffix(strings.Split(rows[0], ",")[0], ":kube1") || !strings.HasSuffix(rows[0], ",deployments.apps/web/web,registry.example/web:2") ||
+				!strings.HasSuffix(strings.Split(rows[2], ",")[0], ":kube3") {
+				return fmt.Sprintf("columns %v, rows %s", c.Columns, rowsOf(c))
+			}
+			return ""
+		})
 	})
 
 	t.Run("a run-time error is counted, the rest works", func(t *testing.T) {
