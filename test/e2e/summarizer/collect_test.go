@@ -35,7 +35,7 @@ apiVersion: apps/v1
 kind: Deployment
 metadata: {name: web, namespace: web}
 spec:
-  replicas: 1
+  replicas: 2
   selector: {matchLabels: {app: web}}
   template:
     metadata: {labels: {app: web}}
@@ -179,38 +179,38 @@ spec:
 	}
 	t.Run("sum of available replicas follows a scale", func(t *testing.T) {
 		start := time.Now()
-		waitCollected(t, wmw, "web", "available", "3", func(c *edgev1alpha1.CollectedStatus) string {
-			if got := rowsOf(c); got != "3,3" || c.Destinations != 3 {
-				return fmt.Sprintf("rows %s from %d destinations, want 3,3 from 3", got, c.Destinations)
+		waitCollected(t, wmw, "web", "available", "6", func(c *edgev1alpha1.CollectedStatus) string {
+			if got := rowsOf(c); got != "6,3" || c.Destinations != 3 {
+				return fmt.Sprintf("rows %s from %d destinations, want 6,3 from 3", got, c.Destinations)
 			}
 			return ""
 		})
-		t.Logf("one available replica at each edge, collected, %s after the subtest began", time.Since(start).Round(time.Second))
-		if s := edgeSum(); s != 3 {
+		t.Logf("two available replicas at each edge, collected, %s after the subtest began", time.Since(start).Round(time.Second))
+		if s := edgeSum(); s != 6 {
 			t.Errorf("the edges' own sum is %d", s)
 		}
-		f.Kubectl(t, f.WMW, "scale", "deployment", "web", "-n", "web", "--replicas=2")
+		f.Kubectl(t, f.WMW, "scale", "deployment", "web", "-n", "web", "--replicas=1")
 		var edgesAt time.Time
 		framework.Eventually(t, framework.Converge, func() (bool, string) {
 			s := edgeSum()
-			return s == 6, fmt.Sprintf("the edges' sum is %d", s)
+			return s == 3, fmt.Sprintf("the edges' sum is %d", s)
 		})
 		edgesAt = time.Now()
-		t.Logf("the edges' own sum reached 6 %s after the subtest began", edgesAt.Sub(start).Round(time.Second))
-		waitCollected(t, wmw, "web", "available", "6", func(c *edgev1alpha1.CollectedStatus) string {
-			if got := rowsOf(c); got != "6,3" {
+		t.Logf("the edges' own sum reached 3 %s after the subtest began", edgesAt.Sub(start).Round(time.Second))
+		waitCollected(t, wmw, "web", "available", "3", func(c *edgev1alpha1.CollectedStatus) string {
+			if got := rowsOf(c); got != "3,3" {
 				return "rows " + got
 			}
 			return ""
 		})
 		lag := time.Since(edgesAt)
-		t.Logf("status.collected followed the edges %s after their sum reached 6", lag.Round(10*time.Millisecond))
+		t.Logf("status.collected followed the edges %s after their sum reached 3", lag.Round(10*time.Millisecond))
 		if lag > 5*time.Second {
 			t.Errorf("status.collected showed the new sum %s after the edges had it, more than 5 s", lag)
 		}
 		out := framework.KubectlEdge(t, "status", "web", "--collect", "available", "--wmw", f.WMW.String()).MustSucceed(t).Stdout
 		lines := strings.Split(out, "\n")
-		if len(lines) < 3 || strings.Join(strings.Fields(lines[0]), " ") != "AVAILABLE DEPLOYMENTS" || strings.Join(strings.Fields(lines[1]), " ") != "6 3" ||
+		if len(lines) < 3 || strings.Join(strings.Fields(lines[0]), " ") != "AVAILABLE DEPLOYMENTS" || strings.Join(strings.Fields(lines[1]), " ") != "3 3" ||
 			!strings.Contains(out, "3 destinations reported") {
 			t.Errorf("kubectl edge status --collect:\n%s", out)
 		}
@@ -257,8 +257,8 @@ spec:
 		if c.Matched < 6 || len(c.Rows) != 1 || len(c.Rows[0].Values) != 1 || (len(c.Rows[0].Values[0].Raw) > 0 && string(c.Rows[0].Values[0].Raw) != "null") {
 			t.Errorf("matched %d, rows %+v", c.Matched, c.Rows)
 		}
-		waitCollected(t, wmw, "web", "available", "still 6", func(c *edgev1alpha1.CollectedStatus) string {
-			if got := rowsOf(c); got != "6,3" || c.Errors != 0 {
+		waitCollected(t, wmw, "web", "available", "still 3", func(c *edgev1alpha1.CollectedStatus) string {
+			if got := rowsOf(c); got != "3,3" || c.Errors != 0 {
 				return fmt.Sprintf("rows %s, %d errors", got, c.Errors)
 			}
 			return ""
