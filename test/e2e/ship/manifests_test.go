@@ -54,7 +54,7 @@ func TestManifests(t *testing.T) {
 - %s
 images:
 - name: ghcr.io/kcp-dev/edge-mc/edge-controller-manager
-  newTag: %s
+  newTag: %q
 secretGenerator:
 - name: edge-controller-manager-kcp
   namespace: edge-mc
