@@ -400,9 +400,10 @@ make_inventory() {
 
 start_controllers() {
   step "Start edge-controller-manager: mailbox controller, scheduler, placement translator, status summarizer"
-  info "It runs as the kcp user edge-controller-manager, with only the rights kubectl edge init gave it."
+  info "It runs as the kcp user edge-controller-manager, with only the rights kubectl edge init gave it,"
+  info "and serves kcp an admission webhook on loopback that refuses status rules whose CEL does not compile."
   start_detached edge-controller-manager edge-controller-manager --kubeconfig "$ECM_KUBECONFIG" \
-    --http-address "127.0.0.1:$ECM_PORT" -v=2
+    --http-address "127.0.0.1:$ECM_PORT" --webhook-address 127.0.0.1:0 -v=2
   wait_for "edge-controller-manager to be ready (http://127.0.0.1:$ECM_PORT/readyz)" "$START_TIMEOUT" \
     "kcp edge-controller-manager" http_ready "$ECM_PORT"
 }

@@ -44,6 +44,8 @@ func main() {
 	identity := fs.String("identity", hostname+"-"+fmt.Sprint(os.Getpid()), "this replica's name in the leader election")
 	heartbeatInterval := fs.Duration("heartbeat-interval", placementtranslator.DefaultHeartbeatInterval, "how often every syncer renews its heartbeat (told to the syncers in their SyncerConfigs): the fleet's heartbeat cost is one write per edge cluster per interval")
 	heartbeatGrace := fs.Duration("heartbeat-grace-period", mailbox.DefaultHeartbeatGracePeriod, "how long after its last heartbeat a syncer counts as silent: its SyncTarget's SyncerReady turns Unknown and its destinations count as stale")
+	webhookAddress := fs.String("webhook-address", "", "address serving the admission webhook that refuses StatusCollectors and HealthRules whose CEL does not compile (none if empty; port 0 picks one), e.g. 127.0.0.1:0 beside kcp, or :9443 in a pod; kcp must reach it at --webhook-url")
+	webhookURL := fs.String("webhook-url", "", "https URL at which kcp calls the admission webhook (default: https://<--webhook-address>/validate-cel, 127.0.0.1 for an empty host); its host is the name in the webhook's certificate")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
@@ -111,6 +113,8 @@ func main() {
 		Identity:             *identity,
 		HeartbeatInterval:    *heartbeatInterval,
 		HeartbeatGracePeriod: *heartbeatGrace,
+		WebhookAddress:       *webhookAddress,
+		WebhookURL:           *webhookURL,
 	}); err != nil {
 		klog.FromContext(ctx).Error(err, "exiting")
 		klog.Flush()

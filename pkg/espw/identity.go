@@ -59,7 +59,10 @@ const (
 //     put them there (without it, up-sync of those kinds waits forever, seen in
 //     test/e2e/syncer TestUpsyncReturn);
 //   - Leases: the leader election among replicas;
-//   - the sealing secret (sealing.go), get alone: no other Secret of the ESPW.
+//   - the sealing secret (sealing.go) and the admission webhook's CA (webhook.go), get alone: no
+//     other Secret of the ESPW;
+//   - the ESPW's ValidatingWebhookConfiguration edge-mc (webhook.go), get and update alone, to
+//     point kcp at the leader's admission webhook.
 func ControllerESPWRules() []rbacv1.PolicyRule {
 	exports := []string{edgev1alpha1.EdgeAPIExportName, edgev1alpha1.MailboxAPIExportName, edgev1alpha1.WorkloadsAPIExportName}
 	return []rbacv1.PolicyRule{
@@ -71,7 +74,8 @@ func ControllerESPWRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{"tenancy.kcp.io"}, Resources: []string{"workspaces"}, Verbs: []string{"get", "list", "watch", "create", "delete"}},
 		{APIGroups: []string{"tenancy.kcp.io"}, Resources: []string{"workspacetypes"}, ResourceNames: []string{edgev1alpha1.MailboxWorkspaceType}, Verbs: []string{"get", "use"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}},
-		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{SealingSecretName}, Verbs: []string{"get"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{SealingSecretName, WebhookCASecretName}, Verbs: []string{"get"}},
+		{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations"}, ResourceNames: []string{WebhookConfigurationName}, Verbs: []string{"get", "update"}},
 	}
 }
 
@@ -120,6 +124,12 @@ func EnsureControllerRights(ctx context.Context, kcp kcpclientset.ClusterInterfa
 		return err
 	}
 	if err := EnsureSealingSecret(ctx, kube, path, res); err != nil {
+		return err
+	}
+	if err := EnsureWebhookCA(ctx, kube, path, res); err != nil {
+		return err
+	}
+	if err := EnsureWebhookConfiguration(ctx, kube, path, res); err != nil {
 		return err
 	}
 	// In root, reading the Shards alone: on a sharded center the mailbox controller names the

@@ -42,6 +42,7 @@ import (
 	statussummarizer "github.com/kcp-dev/edge-mc/pkg/status-summarizer"
 	"github.com/kcp-dev/edge-mc/pkg/upsync"
 	"github.com/kcp-dev/edge-mc/pkg/version"
+	"github.com/kcp-dev/edge-mc/pkg/webhook"
 	"github.com/kcp-dev/edge-mc/pkg/workspaces"
 )
 
@@ -95,6 +96,11 @@ type Options struct {
 	// as silent (SyncerReady Unknown, its destinations stale): the fleet's heartbeat settings,
 	// set here for all of it. Zero takes the defaults (30 s and 90 s).
 	HeartbeatInterval, HeartbeatGracePeriod time.Duration
+	// WebhookAddress, if set, serves the admission webhook (pkg/webhook) on this address (port 0
+	// picks one); WebhookURL is where kcp calls it (default: https:// and the address, with
+	// 127.0.0.1 for an unspecified host). Without WebhookAddress the leader empties the ESPW's
+	// webhook configuration.
+	WebhookAddress, WebhookURL string
 }
 
 // ValidateControllers checks the names given to --controllers.
@@ -151,6 +157,17 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer srv.Close()
+	var hook *webhook.Server
+	if o.WebhookAddress != "" {
+		if hook, err = webhook.Listen(o.WebhookAddress); err != nil {
+			return err
+		}
+		defer hook.Close()
+		if o.WebhookURL == "" {
+			o.WebhookURL = webhook.URL(hook.Addr())
+		}
+		logger.Info("serving the admission webhook", "address", hook.Addr().String(), "url", o.WebhookURL)
+	}
 	if o.ProfilerAddress != "" {
 		profiler, err := health.ServeProfiler(o.ProfilerAddress)
 		if err != nil {
@@ -165,7 +182,7 @@ func Run(ctx context.Context, o Options) error {
 		if o.KubeconfigPath != "" {
 			go endOnFileChange(roundCtx, o.KubeconfigPath, endRound)
 		}
-		err := runRound(roundCtx, o, &ready)
+		err := runRound(roundCtx, o, &ready, hook)
 		endRound()
 		if ctx.Err() != nil {
 			return nil
@@ -189,7 +206,7 @@ func Run(ctx context.Context, o Options) error {
 const translatorWorkersPerWorker = 4
 
 // runRound runs one round of Run, until ctx ends or the lease is lost.
-func runRound(ctx context.Context, o Options, ready *atomic.Pointer[string]) error {
+func runRound(ctx context.Context, o Options, ready *atomic.Pointer[string], hook *webhook.Server) error {
 	logger := klog.FromContext(ctx)
 	cfg, err := o.LoadConfig()
 	if err != nil {
@@ -224,6 +241,10 @@ func runRound(ctx context.Context, o Options, ready *atomic.Pointer[string]) err
 	if why != "" {
 		logger.Info("sealing Secrets with fresh randomness: after a restart each assemblage that carries a sealed object is written once more", "reason", why)
 	}
+	webhooks, err := webhookRound(ctx, kube, o, hook)
+	if err != nil {
+		return err
+	}
 
 	// buildControllers waits for the virtual workspace of edge.kcp.io, which kcp publishes once
 	// some workspace binds the export, and builds the selected controllers on it. Until then
@@ -256,7 +277,9 @@ func runRound(ctx context.Context, o Options, ready *atomic.Pointer[string]) err
 		logger.Info("using the virtual workspaces of edge.kcp.io", "urls", edge.URLs())
 		// One cache of the assemblages of every mailbox, for the translator and the summarizer.
 		assemblages := centerview.NewAssemblages(exports[edgev1alpha1.MailboxAPIExportName])
-		var controllers []runnable
+		// The leader points kcp at its webhook (or at none), first: the controllers count as
+		// ready only once kcp has been told.
+		controllers := []runnable{configureWebhook(kube, o.ESPW, webhooks)}
 		for _, name := range o.Controllers {
 			switch name {
 			case mailbox.ControllerName:

@@ -210,7 +210,8 @@ func StartControllerManagerNoWait(t testing.TB, espw logicalcluster.Path, extra 
 	if !slices.ContainsFunc(extra, func(a string) bool { return a == "--kubeconfig" || strings.HasPrefix(a, "--kubeconfig=") }) {
 		args = []string{"--kubeconfig", ControllerKubeconfig(t, espw)}
 	}
-	args = append(append(args, "--espw", espw.String(), "--http-address", addr, "-v=2"), extra...)
+	// The admission webhook on a port of its own: kcp runs on this host.
+	args = append(append(args, "--espw", espw.String(), "--http-address", addr, "--webhook-address", "127.0.0.1:0", "-v=2"), extra...)
 	return &ControllerManager{Process: StartProcess(t, "edge-controller-manager", args...), HTTPAddress: addr}
 }
 

@@ -14,8 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
+	"github.com/kcp-dev/edge-mc/pkg/espw"
 	"github.com/kcp-dev/edge-mc/test/framework"
 )
 
@@ -151,13 +153,75 @@ spec:
 		if r.Err == nil || !strings.Contains(r.Stderr, "spec.groupBy needs spec.combine") {
 			t.Errorf("a collector with groupBy and no combine was not refused: %v\n%s", r.Err, r.Stderr)
 		}
-		// An expression that does not compile is not accepted: the condition names it and where.
-		f.Apply(t, f.WMW, `apiVersion: edge.kcp.io/v1alpha1
+		// An expression that does not compile is refused at admission by edge-controller-manager's
+		// webhook, which kcp calls for the workload workspace: the error names the field, the
+		// expression and where. kcp learns of the webhook configuration through its cache
+		// server, so a server-side dry run (which runs the webhooks) is retried until refused.
+		broken := `apiVersion: edge.kcp.io/v1alpha1
 kind: StatusCollector
 metadata: {name: broken}
 spec:
   select: [{name: phase, expression: "object.status.phase +"}]
-`)
+`
+		refusal := func(err error, says string) string {
+			switch {
+			case err == nil:
+				return "accepted"
+			case !strings.Contains(says, "denied the request") || !strings.Contains(says, "spec.select[phase]") ||
+				!strings.Contains(says, "object.status.phase +") || !strings.Contains(says, "at 1:"):
+				return "refused without the webhook's message: " + says
+			}
+			return ""
+		}
+		ctx := context.Background()
+		dryRun := func() error {
+			u := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal([]byte(broken), &u.Object); err != nil {
+				t.Fatal(err)
+			}
+			_, err := wmw.Resource(statusCollectorsGVR).Create(ctx, u, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			return err
+		}
+		framework.Eventually(t, 10*time.Second, func() (bool, string) {
+			err := dryRun()
+			why := refusal(err, fmt.Sprint(err))
+			return why == "", why
+		})
+		r = framework.KubectlApply(t, framework.KCP(t).ServerURL(f.WMW), broken)
+		if why := refusal(r.Err, r.Stderr); why != "" {
+			t.Fatalf("kubectl apply of a collector whose CEL does not compile: %s", why)
+		}
+		t.Logf("refused at admission: %s", strings.TrimSpace(r.Stderr))
+		if u := framework.GetObject(t, wmw, statusCollectorsGVR, "", "broken"); u != nil {
+			t.Errorf("the refused collector was stored")
+		}
+		// What gets in without the webhook (written while no edge-controller-manager answered,
+		// or before this release) is not accepted: the condition names it and where. kcp's
+		// admin empties the webhook configuration to write one, then restores it.
+		espwKube := framework.KCP(t).KubeClient(t, f.ESPW).AdmissionregistrationV1().ValidatingWebhookConfigurations()
+		hooks, err := espwKube.Get(ctx, espw.WebhookConfigurationName, metav1.GetOptions{})
+		if err != nil || len(hooks.Webhooks) != 1 {
+			t.Fatalf("the ESPW's webhook configuration: %v (%d webhooks, want 1)", err, len(hooks.Webhooks))
+		}
+		saved := hooks.Webhooks
+		hooks.Webhooks = nil
+		if _, err := espwKube.Update(ctx, hooks, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, 10*time.Second, func() (bool, string) {
+			err := dryRun()
+			return err == nil, fmt.Sprintf("still refused: %v", err)
+		})
+		f.Apply(t, f.WMW, broken)
+		framework.Eventually(t, 10*time.Second, func() (bool, string) {
+			hooks, err := espwKube.Get(ctx, espw.WebhookConfigurationName, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			hooks.Webhooks = saved
+			_, err = espwKube.Update(ctx, hooks, metav1.UpdateOptions{})
+			return err == nil, fmt.Sprint(err)
+		})
 		u := framework.EventuallyObject(t, "not accepted", wmw, statusCollectorsGVR, "", "broken", ruleCondition(metav1.ConditionFalse))
 		_, reason, msg := framework.ConditionStatus(u, edgev1alpha1.RuleAccepted)
 		if reason != edgev1alpha1.ReasonInvalidExpression || !strings.Contains(msg, "spec.select[phase]") ||
