@@ -50,6 +50,16 @@ var (
 		Help:           "Heartbeat Lease renewals in the mailbox, by result (ok, failed).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"result"})
+	metricCollectorObjects = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "edge_syncer", Name: "collector_objects_total",
+		Help:           "Objects that status collectors ran on, at each status report of their assemblage, by collector (a StatusCollector's name).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"collector"})
+	metricCollectorErrors = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "edge_syncer", Name: "collector_errors_total",
+		Help:           "Run-time errors of status collectors' expressions on objects (each also counted in the assemblage's status.collected with an example), by collector.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"collector"})
 	metricConnected = metrics.NewGauge(&metrics.GaugeOpts{
 		Namespace: "edge_syncer", Name: "center_connected",
 		Help:           "1 when the last heartbeat reached the mailbox, else 0.",
@@ -62,7 +72,7 @@ var registerOnce sync.Once
 func init() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(metricApplies, metricDeletes, metricDriftRepairs, metricDriftLeft, metricStatusWrites,
-			metricRefusals, metricUpsyncWrites, metricHeartbeats, metricConnected)
+			metricRefusals, metricUpsyncWrites, metricHeartbeats, metricConnected, metricCollectorObjects, metricCollectorErrors)
 		// Served at 0 from the start, so that rate() sees the first refusal and alerts can name them.
 		for _, reason := range []string{transport.RefusedUnknownFormat, transport.RefusedCorrupt, transport.RefusedPartsMissing} {
 			metricRefusals.WithLabelValues(reason)

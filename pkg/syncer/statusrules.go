@@ -118,7 +118,12 @@ func collect(collectors []*statuscel.Collector, objects []reported) []edgev1alph
 	}
 	out := make([]edgev1alpha1.CollectorReport, 0, len(collectors))
 	for _, c := range collectors {
-		out = append(out, c.Collect(objs))
+		r := c.Collect(objs)
+		metricCollectorObjects.WithLabelValues(c.Name).Add(float64(len(objs)))
+		if r.Errors > 0 {
+			metricCollectorErrors.WithLabelValues(c.Name).Add(float64(r.Errors))
+		}
+		out = append(out, r)
 	}
 	return out
 }

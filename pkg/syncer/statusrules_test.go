@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/component-base/metrics/testutil"
+
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 	"github.com/kcp-dev/edge-mc/pkg/statuscel"
 )
@@ -64,5 +66,32 @@ func TestFitCollected(t *testing.T) {
 	a := status.Collected[0]
 	if len(a.Rows) == 0 || len(a.Rows)+int(a.Omitted) != 100 || len(status.Collected[1].Groups) != 1 {
 		t.Errorf("kept %d rows, omitted %d; the small report kept %d groups", len(a.Rows), a.Omitted, len(status.Collected[1].Groups))
+	}
+}
+
+// The collectors' metrics count the objects each ran on and its run-time errors.
+func TestCollectorMetrics(t *testing.T) {
+	c, err := statuscel.CompileCollector("metrics-test", &edgev1alpha1.StatusCollectorSpec{
+		Select: []edgev1alpha1.NamedExpression{{Name: "n", Expression: "int(object.data.n)"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objects := []reported{}
+	for _, n := range []string{"1", "two", "3"} {
+		dep := planned(t, deploymentEntry("app", "web-"+n))
+		live := deploymentAtEdge(dep, 1, readyDeploymentStatus(1))
+		live.Object["data"] = map[string]any{"n": n}
+		objects = append(objects, reported{state: edgev1alpha1.ObjectState{Object: "x/" + n}, live: live})
+	}
+	objectsBefore, _ := testutil.GetCounterMetricValue(metricCollectorObjects.WithLabelValues("metrics-test"))
+	errorsBefore, _ := testutil.GetCounterMetricValue(metricCollectorErrors.WithLabelValues("metrics-test"))
+	reports := collect([]*statuscel.Collector{c}, objects)
+	if len(reports) != 1 || reports[0].Errors != 1 {
+		t.Fatalf("reports %+v, want one error (int(\"two\"))", reports)
+	}
+	objectsAfter, _ := testutil.GetCounterMetricValue(metricCollectorObjects.WithLabelValues("metrics-test"))
+	errorsAfter, _ := testutil.GetCounterMetricValue(metricCollectorErrors.WithLabelValues("metrics-test"))
+	if objectsAfter-objectsBefore != 3 || errorsAfter-errorsBefore != 1 {
+		t.Errorf("objects +%v, errors +%v; want +3, +1", objectsAfter-objectsBefore, errorsAfter-errorsBefore)
 	}
 }
