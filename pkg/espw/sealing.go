@@ -28,9 +28,22 @@ const (
 // EnsureSealingSecret makes the ESPW's sealing secret at path if it is missing. It never
 // replaces one: a new secret would make every sealed object's next seal other bytes.
 func EnsureSealingSecret(ctx context.Context, kube kcpkubernetesclientset.ClusterInterface, path logicalcluster.Path, res *Result) error {
-	secrets := kube.Cluster(path).CoreV1().Secrets(SealingSecretNamespace)
-	what := "Secret " + SealingSecretNamespace + "/" + SealingSecretName
-	_, err := secrets.Get(ctx, SealingSecretName, metav1.GetOptions{})
+	return ensureSecret(ctx, kube, path, SealingSecretNamespace, SealingSecretName, corev1.SecretTypeOpaque, func() (map[string][]byte, error) {
+		b := make([]byte, transport.SealingSecretBytes)
+		if _, err := rand.Read(b); err != nil {
+			return nil, fmt.Errorf("making the sealing secret: %w", err)
+		}
+		return map[string][]byte{SealingSecretKey: b}, nil
+	}, res)
+}
+
+// ensureSecret makes the Secret namespace/name of the ESPW at path, of type typ, with the data
+// that makeData makes, if it is missing; it never replaces one.
+func ensureSecret(ctx context.Context, kube kcpkubernetesclientset.ClusterInterface, path logicalcluster.Path, namespace, name string, typ corev1.SecretType,
+	makeData func() (map[string][]byte, error), res *Result) error {
+	secrets := kube.Cluster(path).CoreV1().Secrets(namespace)
+	what := "Secret " + namespace + "/" + name
+	_, err := secrets.Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case err == nil:
 		res.Unchanged = append(res.Unchanged, what)
@@ -38,14 +51,14 @@ func EnsureSealingSecret(ctx context.Context, kube kcpkubernetesclientset.Cluste
 	case !apierrors.IsNotFound(err):
 		return fmt.Errorf("reading %s in %s: %w", what, path, err)
 	}
-	b := make([]byte, transport.SealingSecretBytes)
-	if _, err := rand.Read(b); err != nil {
-		return fmt.Errorf("making the sealing secret: %w", err)
+	data, err := makeData()
+	if err != nil {
+		return err
 	}
 	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: SealingSecretName, Namespace: SealingSecretNamespace, Labels: map[string]string{"app.kubernetes.io/part-of": "edge-mc"}},
-		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{SealingSecretKey: b},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{"app.kubernetes.io/part-of": "edge-mc"}},
+		Type:       typ,
+		Data:       data,
 	}
 	if _, err := secrets.Create(ctx, secret, metav1.CreateOptions{}); err != nil {
 		if apierrors.IsAlreadyExists(err) {

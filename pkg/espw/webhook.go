@@ -2,12 +2,8 @@ package espw
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"encoding/pem"
 	"fmt"
+	"time"
 
 	kcpkubernetesclientset "github.com/kcp-dev/client-go/kubernetes"
 	"github.com/kcp-dev/logicalcluster/v3"
@@ -15,7 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/cert"
+
+	"github.com/kcp-dev/edge-mc/pkg/pki"
 )
 
 // The admission webhook's trust: 'kubectl edge init' makes, once, a certificate authority for
@@ -34,55 +31,17 @@ const (
 
 // EnsureWebhookCA makes the ESPW's webhook CA at path if it is missing; it never replaces one.
 func EnsureWebhookCA(ctx context.Context, kube kcpkubernetesclientset.ClusterInterface, path logicalcluster.Path, res *Result) error {
-	secrets := kube.Cluster(path).CoreV1().Secrets(WebhookCASecretNamespace)
-	what := "Secret " + WebhookCASecretNamespace + "/" + WebhookCASecretName
-	_, err := secrets.Get(ctx, WebhookCASecretName, metav1.GetOptions{})
-	switch {
-	case err == nil:
-		res.Unchanged = append(res.Unchanged, what)
-		return nil
-	case !apierrors.IsNotFound(err):
-		return fmt.Errorf("reading %s in %s: %w", what, path, err)
-	}
-	data, err := NewWebhookCA()
-	if err != nil {
-		return err
-	}
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: WebhookCASecretName, Namespace: WebhookCASecretNamespace, Labels: map[string]string{"app.kubernetes.io/part-of": "edge-mc"}},
-		Type:       corev1.SecretTypeTLS,
-		Data:       data,
-	}
-	if _, err := secrets.Create(ctx, secret, metav1.CreateOptions{}); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			res.Unchanged = append(res.Unchanged, what)
-			return nil
-		}
-		return fmt.Errorf("creating %s in %s: %w", what, path, err)
-	}
-	res.Created = append(res.Created, what)
-	return nil
+	return ensureSecret(ctx, kube, path, WebhookCASecretNamespace, WebhookCASecretName, corev1.SecretTypeTLS, NewWebhookCA, res)
 }
 
 // NewWebhookCA makes a CA for the webhook (a P-256 key, a self-signed certificate valid for ten
 // years): the data of a Secret of type kubernetes.io/tls, PEM.
 func NewWebhookCA() (map[string][]byte, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("making the webhook CA's key: %w", err)
-	}
-	ca, err := cert.NewSelfSignedCACert(cert.Config{CommonName: "edge-mc admission webhook CA"}, key)
+	ca, err := pki.NewCA("edge-mc admission webhook CA", 10*365*24*time.Hour)
 	if err != nil {
 		return nil, fmt.Errorf("making the webhook CA: %w", err)
 	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-	return map[string][]byte{
-		corev1.TLSCertKey:       pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Raw}),
-		corev1.TLSPrivateKeyKey: pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
-	}, nil
+	return map[string][]byte{corev1.TLSCertKey: ca.CertPEM, corev1.TLSPrivateKeyKey: ca.KeyPEM}, nil
 }
 
 // ReadWebhookCA reads the ESPW's webhook CA (PEM certificate and key); nil, with the reason, if

@@ -21,18 +21,13 @@ package webhook
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"net/url"
@@ -50,6 +45,7 @@ import (
 
 	edgev1alpha1 "github.com/kcp-dev/edge-mc/pkg/apis/edge/v1alpha1"
 	"github.com/kcp-dev/edge-mc/pkg/espw"
+	"github.com/kcp-dev/edge-mc/pkg/pki"
 	"github.com/kcp-dev/edge-mc/pkg/statuscel"
 )
 
@@ -204,49 +200,25 @@ func ServingCertificate(caCertPEM, caKeyPEM []byte, webhookURL string) (*tls.Cer
 	if err != nil || u.Scheme != "https" || u.Hostname() == "" {
 		return nil, fmt.Errorf("--webhook-url %q: an https:// URL with a host is needed (%v)", webhookURL, err)
 	}
-	caPair, err := tls.X509KeyPair(caCertPEM, caKeyPEM)
+	ca, err := pki.Parse(caCertPEM, caKeyPEM)
 	if err != nil {
 		return nil, fmt.Errorf("the webhook CA: %w", err)
 	}
-	ca, err := x509.ParseCertificate(caPair.Certificate[0])
-	if err != nil {
-		return nil, fmt.Errorf("the webhook CA: %w", err)
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	if err != nil {
-		return nil, err
-	}
-	now := time.Now()
 	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: u.Hostname()},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(365 * 24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		Subject:     pkix.Name{CommonName: u.Hostname()},
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
 	if ip := net.ParseIP(u.Hostname()); ip != nil {
 		tmpl.IPAddresses = []net.IP{ip}
 	} else {
 		tmpl.DNSNames = []string{u.Hostname()}
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caPair.PrivateKey)
+	c, err := pki.New(tmpl, ca, 365*24*time.Hour)
 	if err != nil {
 		return nil, fmt.Errorf("signing the webhook's certificate: %w", err)
 	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-	pair, err := tls.X509KeyPair(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
-	if err != nil {
-		return nil, err
-	}
-	return &pair, nil
+	return c.TLS()
 }
 
 // Webhooks are the webhooks of the ESPW's configuration for a webhook at webhookURL whose

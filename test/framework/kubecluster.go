@@ -8,10 +8,8 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -32,6 +30,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	edgepki "github.com/kcp-dev/edge-mc/pkg/pki"
 )
 
 // kubeClusterStartTimeout bounds how long a KubeCluster may take to become usable.
@@ -600,6 +600,9 @@ func lastLines(path string, n int) ([]string, error) {
 	return lines, sc.Err()
 }
 
+// tenYears is the validity of a test cluster's certificates: longer than any test.
+const tenYears = 10 * 365 * 24 * time.Hour
+
 // kubePKI holds the paths of a KubeCluster's credentials.
 type kubePKI struct {
 	caCert, caKey               string
@@ -628,22 +631,22 @@ func writeKubePKI(dir, name, server string) (*kubePKI, error) {
 		schedulerKubeconfig:         file("kube-scheduler.kubeconfig"),
 	}
 
-	ca, err := newCertificate(&x509.Certificate{
+	ca, err := edgepki.New(&x509.Certificate{
 		Subject:               pkix.Name{CommonName: "edge-mc test cluster CA " + name},
 		IsCA:                  true,
 		BasicConstraintsValid: true,
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
-	}, nil)
+	}, nil, tenYears)
 	if err != nil {
 		return nil, err
 	}
-	serving, err := newCertificate(&x509.Certificate{
+	serving, err := edgepki.New(&x509.Certificate{
 		Subject:     pkix.Name{CommonName: "kube-apiserver"},
 		DNSNames:    []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
 		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.96.0.1")},
 		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}, ca)
+	}, ca, tenYears)
 	if err != nil {
 		return nil, err
 	}
@@ -652,11 +655,11 @@ func writeKubePKI(dir, name, server string) (*kubePKI, error) {
 		return nil, err
 	}
 	for path, data := range map[string][]byte{
-		pki.caCert:      ca.certPEM,
-		pki.caKey:       ca.keyPEM,
-		pki.servingCert: serving.certPEM,
-		pki.servingKey:  serving.keyPEM,
-		pki.saKey:       keyPEM(saKey),
+		pki.caCert:      ca.CertPEM,
+		pki.caKey:       ca.KeyPEM,
+		pki.servingCert: serving.CertPEM,
+		pki.servingKey:  serving.KeyPEM,
+		pki.saKey:       edgepki.KeyPEM(saKey),
 	} {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			return nil, err
@@ -675,17 +678,17 @@ func writeKubePKI(dir, name, server string) (*kubePKI, error) {
 		if c.group != "" {
 			subject.Organization = []string{c.group}
 		}
-		client, err := newCertificate(&x509.Certificate{
+		client, err := edgepki.New(&x509.Certificate{
 			Subject:     subject,
 			KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-		}, ca)
+		}, ca, tenYears)
 		if err != nil {
 			return nil, err
 		}
 		cfg := clientcmdapi.NewConfig()
-		cfg.Clusters[name] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca.certPEM}
-		cfg.AuthInfos[c.user] = &clientcmdapi.AuthInfo{ClientCertificateData: client.certPEM, ClientKeyData: client.keyPEM}
+		cfg.Clusters[name] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca.CertPEM}
+		cfg.AuthInfos[c.user] = &clientcmdapi.AuthInfo{ClientCertificateData: client.CertPEM, ClientKeyData: client.KeyPEM}
 		cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: c.user}
 		cfg.CurrentContext = name
 		if err := clientcmd.WriteToFile(*cfg, c.path); err != nil {
@@ -693,55 +696,4 @@ func writeKubePKI(dir, name, server string) (*kubePKI, error) {
 		}
 	}
 	return pki, nil
-}
-
-// certificate is a certificate with its key, parsed and PEM-encoded.
-type certificate struct {
-	cert            *x509.Certificate
-	key             *ecdsa.PrivateKey
-	certPEM, keyPEM []byte
-}
-
-// newCertificate completes template with a fresh ECDSA key, serial number and a validity of ten
-// years, and signs it by parent, or by itself if parent is nil.
-func newCertificate(template *x509.Certificate, parent *certificate) (*certificate, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	if err != nil {
-		return nil, err
-	}
-	template.SerialNumber = serial
-	template.NotBefore = time.Now().Add(-time.Hour)
-	template.NotAfter = time.Now().Add(10 * 365 * 24 * time.Hour)
-	signer, signerCert := key, template
-	if parent != nil {
-		signer, signerCert = parent.key, parent.cert
-	}
-	der, err := x509.CreateCertificate(rand.Reader, template, signerCert, &key.PublicKey, signer)
-	if err != nil {
-		return nil, err
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
-	}
-	return &certificate{
-		cert:    cert,
-		key:     key,
-		certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		keyPEM:  keyPEM(key),
-	}, nil
-}
-
-// keyPEM encodes an ECDSA private key as PEM (SEC 1, "EC PRIVATE KEY").
-func keyPEM(key *ecdsa.PrivateKey) []byte {
-	der, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		// Only fails for curves that x509 does not know; P-256 is one it knows.
-		panic(errors.New("encoding an ECDSA P-256 key: " + err.Error()))
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der})
 }

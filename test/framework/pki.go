@@ -6,51 +6,35 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
-	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"time"
+
+	edgepki "github.com/kcp-dev/edge-mc/pkg/pki"
 )
+
+// certValidity is how long the certificates of a test center are valid: longer than any run.
+const certValidity = 7 * 24 * time.Hour
 
 // certAuthority is a throwaway certificate authority for a test center: the certificates it
 // issues live as long as the test run and are written as PEM files.
 type certAuthority struct {
-	cert    *x509.Certificate
-	key     *ecdsa.PrivateKey
+	ca      *edgepki.Certificate
 	CertPEM string // path of the CA's certificate
 }
 
 // newCertAuthority makes a CA named cn and writes its certificate to dir/<file>.crt.
 func newCertAuthority(dir, file, cn string) (*certAuthority, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          randomSerial(),
-		Subject:               pkix.Name{CommonName: cn},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(7 * 24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, fmt.Errorf("making the CA %s: %w", cn, err)
-	}
-	cert, err := x509.ParseCertificate(der)
+	ca, err := edgepki.NewCA(cn, certValidity)
 	if err != nil {
 		return nil, err
 	}
 	path := filepath.Join(dir, file+".crt")
-	if err := writePEM(path, "CERTIFICATE", der); err != nil {
+	if err := os.WriteFile(path, ca.CertPEM, 0o600); err != nil {
 		return nil, err
 	}
-	return &certAuthority{cert: cert, key: key, CertPEM: path}, nil
+	return &certAuthority{ca: ca, CertPEM: path}, nil
 }
 
 // issueClient writes dir/<file>.crt and .key: a client certificate for user cn in groups.
@@ -68,30 +52,23 @@ func (ca *certAuthority) issueServing(dir, file string) (certPath, keyPath strin
 }
 
 func (ca *certAuthority) issue(dir, file string, subject pkix.Name, usage x509.ExtKeyUsage, edit func(*x509.Certificate)) (string, string, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return "", "", err
-	}
 	tmpl := &x509.Certificate{
-		SerialNumber: randomSerial(),
-		Subject:      subject,
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(7 * 24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
+		Subject:     subject,
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage: []x509.ExtKeyUsage{usage},
 	}
 	if edit != nil {
 		edit(tmpl)
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	c, err := edgepki.New(tmpl, ca.ca, certValidity)
 	if err != nil {
-		return "", "", fmt.Errorf("issuing the certificate %s: %w", file, err)
-	}
-	certPath, keyPath := filepath.Join(dir, file+".crt"), filepath.Join(dir, file+".key")
-	if err := writePEM(certPath, "CERTIFICATE", der); err != nil {
 		return "", "", err
 	}
-	if err := writeKey(keyPath, key); err != nil {
+	certPath, keyPath := filepath.Join(dir, file+".crt"), filepath.Join(dir, file+".key")
+	if err := os.WriteFile(certPath, c.CertPEM, 0o600); err != nil {
+		return "", "", err
+	}
+	if err := os.WriteFile(keyPath, c.KeyPEM, 0o600); err != nil {
 		return "", "", err
 	}
 	return certPath, keyPath, nil
@@ -104,25 +81,5 @@ func writeSigningKey(path string) error {
 	if err != nil {
 		return err
 	}
-	return writeKey(path, key)
-}
-
-func writeKey(path string, key *ecdsa.PrivateKey) error {
-	der, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return err
-	}
-	return writePEM(path, "EC PRIVATE KEY", der)
-}
-
-func writePEM(path, kind string, der []byte) error {
-	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600)
-}
-
-func randomSerial() *big.Int {
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	if err != nil {
-		panic(err)
-	}
-	return n
+	return os.WriteFile(path, edgepki.KeyPEM(key), 0o600)
 }
