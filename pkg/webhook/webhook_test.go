@@ -46,6 +46,10 @@ func TestValidate(t *testing.T) {
 		Filter: "1 + 1",
 		Select: []edgev1alpha1.NamedExpression{{Name: "n", Expression: "1"}},
 	}}
+	costly := &edgev1alpha1.StatusCollector{Spec: edgev1alpha1.StatusCollectorSpec{
+		Filter: "object.spec.items.all(a, object.spec.items.all(b, object.spec.items.all(c, a == b && b == c)))",
+		Select: []edgev1alpha1.NamedExpression{{Name: "n", Expression: "1"}},
+	}}
 	badRule := &edgev1alpha1.HealthRule{Spec: edgev1alpha1.HealthRuleSpec{Kind: "Widget", Ready: "object.status.phase == "}}
 	goodRule := &edgev1alpha1.HealthRule{Spec: edgev1alpha1.HealthRuleSpec{Kind: "Widget", Ready: "object.status.phase == 'Running'"}}
 	for _, tc := range []struct {
@@ -59,6 +63,7 @@ func TestValidate(t *testing.T) {
 			[]string{`StatusCollector "x"`, "spec.select[phase]", `"object.status.phase +"`, "at 1:"}},
 		{"an update too", request(t, "StatusCollector", admissionv1.Update, bad), false, []string{"spec.select[phase]"}},
 		{"a filter that is not a bool", request(t, "StatusCollector", admissionv1.Create, notBool), false, []string{"spec.filter"}},
+		{"an estimated cost over the limit", request(t, "StatusCollector", admissionv1.Create, costly), false, []string{"spec.filter", "cost"}},
 		{"a health rule that does not compile", request(t, "HealthRule", admissionv1.Create, badRule), false, []string{`HealthRule "x"`, "spec.ready"}},
 		{"a health rule that compiles", request(t, "HealthRule", admissionv1.Create, goodRule), true, nil},
 		{"a delete is not checked", request(t, "StatusCollector", admissionv1.Delete, bad), true, nil},
