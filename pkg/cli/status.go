@@ -727,7 +727,7 @@ func (so *statusOptions) printCollected(out io.Writer, p *edgev1alpha1.EdgePlace
 	for _, row := range c.Rows {
 		cells := make([]string, len(row.Values))
 		for i, v := range row.Values {
-			cells[i] = cellOf(v.Raw)
+			cells[i] = fleetview.CollectedCell(v.Raw)
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
@@ -750,19 +750,6 @@ func (so *statusOptions) printCollected(out io.Writer, p *edgev1alpha1.EdgePlace
 		fmt.Fprintln(out)
 	}
 	return nil
-}
-
-// cellOf shows a JSON value in a table: a string without its quotes, null as <none>.
-func cellOf(raw []byte) string {
-	v := string(raw)
-	if v == "" || v == "null" {
-		return "<none>"
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	return v
 }
 
 func orNone(names []string) string {

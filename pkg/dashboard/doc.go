@@ -2,15 +2,24 @@
 // loopback, with the user's own kubeconfig credentials, so it shows what they can see and nothing
 // more.
 //
-// Three pages, each read from kcp when it is asked for (get and list, nothing else), so that
-// what is on the screen is never older than the request:
+// Three pages, each read when it is asked for (get, list and watch, nothing else):
 //   - the fleet (/): per workload workspace its EdgePlacements with their destinations by state,
 //     as bars and as text; rollouts in progress; stale edges and broken objects first;
-//   - a placement (/placement/<wmw>/<name>): summary, conditions, rollout, and its destinations,
-//     each with its state read from the assemblage in its mailbox, filtered, sorted and paged by
-//     the server from query parameters, so the table works without JavaScript;
+//   - a placement (/placement/<wmw>/<name>): summary, conditions, rollout, the collected status
+//     of its StatusCollectors, and its destinations, each with its state from the assemblage in
+//     its mailbox, filtered, sorted and paged by the server from query parameters, so the table
+//     works without JavaScript;
 //   - an edge cluster (/edge/<imw>/<name>): its SyncTarget and Locations' labels, heartbeat,
 //     syncer version, mailbox and shard, and its assemblages with every object's state.
+//
+// What grows with the fleet (a workload workspace's SinglePlacementSlices, an inventory
+// workspace's SyncTargets, each destination's assemblage of a placement whose page is read) is
+// kept in memory by mirrors: a list, then a watch, started by the first page that needs it and
+// stopped after ten minutes unread (mirror.go). A mirror whose watch failed gives its error, not
+// its old values, until it has listed again; and every page still reads one object from kcp on
+// each load (the placement, or the fleet's placements), so that a kcp that stops answering
+// shows at once; a placement's page costs kcp the same at 10 destinations as at 1,000 once its
+// mirrors run.
 //
 // Live: /events?page=<a page's URL> is a stream of server-sent events. For as long as a page is
 // open it watches (the watch verb, nothing polled) what that page shows, and sends "change" a

@@ -31,18 +31,20 @@ type watchTarget struct {
 }
 
 // watchesFor says what to watch for the page at u: what the page shows, read again when any of
-// it changes. The destinations' assemblages of a placement's page are followed through the
-// placement's status, which the status summarizer rewrites when they change.
-func (s *Server) watchesFor(ctx context.Context, u *url.URL) ([]watchTarget, error) {
+// it changes. The destinations' assemblages of a placement's page are followed by their mirrors
+// (the watches that feed the page), whose changes come under the topic that watchesFor returns
+// (their name), and through the placement's status, which the status summarizer rewrites.
+func (s *Server) watchesFor(ctx context.Context, u *url.URL) ([]watchTarget, string, error) {
 	parts := strings.Split(strings.Trim(u.EscapedPath(), "/"), "/")
 	for i := range parts {
 		p, err := url.PathUnescape(parts[i])
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		parts[i] = p
 	}
 	var out []watchTarget
+	topic := ""
 	switch {
 	case len(parts) == 1 && parts[0] == "":
 		inventories := map[string]bool{}
@@ -53,12 +55,12 @@ func (s *Server) watchesFor(ctx context.Context, u *url.URL) ([]watchTarget, err
 			out = append(out,
 				watchTarget{ws: wmw.String(), gvr: placementsGVR, describe: "EdgePlacements"},
 				watchTarget{ws: wmw.String(), gvr: slicesGVR, describe: "SinglePlacementSlices"})
-			dests, err := s.read.destinations(ctx, wmw.String())
+			dests, _, err := s.read.destinations(ctx, wmw.String())
 			if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
 				continue // a workspace the user may not read: the page's banner names it
 			}
 			if err != nil {
-				return nil, err
+				return nil, "", err
 			}
 			for _, ds := range dests {
 				for _, d := range ds {
@@ -74,9 +76,12 @@ func (s *Server) watchesFor(ctx context.Context, u *url.URL) ([]watchTarget, err
 		out = append(out,
 			watchTarget{ws: wmw, gvr: placementsGVR, name: name, describe: "EdgePlacement " + name},
 			watchTarget{ws: wmw, gvr: slicesGVR, describe: "SinglePlacementSlices"})
-		dests, err := s.read.destinations(ctx, wmw)
+		dests, cluster, err := s.read.destinations(ctx, wmw)
 		if err != nil {
-			return nil, err
+			return nil, "", err
+		}
+		if cluster != "" {
+			topic = transport.AssemblageName(cluster, name)
 		}
 		for _, inv := range uniqueClusters(dests[name]) {
 			out = append(out, watchTarget{ws: inv, gvr: syncTargetsGVR, describe: "SyncTargets"})
@@ -87,7 +92,7 @@ func (s *Server) watchesFor(ctx context.Context, u *url.URL) ([]watchTarget, err
 			watchTarget{ws: inv, gvr: locationsGVR, describe: "Locations"})
 		page, err := s.read.edge(ctx, inv, name)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		if mb := page.SyncTarget.Status.MailboxWorkspace; mb != "" {
 			out = append(out,
@@ -95,9 +100,9 @@ func (s *Server) watchesFor(ctx context.Context, u *url.URL) ([]watchTarget, err
 				watchTarget{ws: mb, gvr: leasesGVR, ns: transport.SyncerNamespace, name: transport.HeartbeatLease, describe: "the heartbeat Lease"})
 		}
 	default:
-		return nil, fmt.Errorf("no such page: %s", u.Path)
+		return nil, "", fmt.Errorf("no such page: %s", u.Path)
 	}
-	return out, nil
+	return out, topic, nil
 }
 
 // serveEvents streams "change" when what the page named by ?page= shows changes, and "problem"
@@ -169,11 +174,28 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 func (s *Server) watchPage(ctx context.Context, page *url.URL, changed, alive func() bool, failing bool) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	targets, err := s.watchesFor(ctx, page)
+	targets, topic, err := s.watchesFor(ctx, page)
 	if err != nil {
 		return err
 	}
 	events := make(chan struct{}, 1)
+	if topic != "" {
+		assemblages, unsubscribe := s.read.assemblageChanges.subscribe(topic)
+		defer unsubscribe()
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-assemblages:
+					select {
+					case events <- struct{}{}:
+					default:
+					}
+				}
+			}
+		}()
+	}
 	ended := make(chan error, len(targets))
 	for _, t := range targets {
 		client, err := s.read.resource(t.ws, t.gvr)

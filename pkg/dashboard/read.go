@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -42,9 +43,13 @@ var (
 // page stays small when a whole fleet's syncers are down; the count says how many there are.
 const maxListedEdges = 50
 
-// readParallel bounds the reads of a page in flight at once (a placement's destinations'
-// assemblages, one per mailbox).
-const readParallel = 16
+// listParallel bounds the mirrors' lists in flight at once (when a placement's page is first
+// read, one per destination's mailbox).
+const listParallel = 16
+
+// assemblageWait bounds how long a placement's page waits for its destinations' assemblages to be
+// first read; the rows of those not read by then say so.
+const assemblageWait = 10 * time.Second
 
 // reader reads the fleet from kcp with the user's credentials: get and list only.
 type reader struct {
@@ -55,14 +60,22 @@ type reader struct {
 	mu      sync.Mutex
 	clients map[string]dynamic.Interface
 	kcp     kcpclientset.ClusterInterface
+
+	// mirrors keep the SinglePlacementSlices of the workload workspaces, the SyncTargets of the
+	// inventory workspaces, and the destinations' assemblages of the placements viewed.
+	mirrors *mirrorSet
+	// assemblageChanges tells a placement's page's event stream that one of its destinations'
+	// assemblages changed (the topic is the assemblage's name).
+	assemblageChanges *changeBus
 }
 
-func newReader(base *rest.Config, wmws, imws []logicalcluster.Path) (*reader, error) {
+func newReader(ctx context.Context, base *rest.Config, wmws, imws []logicalcluster.Path, now func() time.Time) (*reader, error) {
 	kcp, err := kcpclientset.NewForConfig(base)
 	if err != nil {
 		return nil, err
 	}
-	return &reader{base: base, wmws: wmws, imws: imws, clients: map[string]dynamic.Interface{}, kcp: kcp}, nil
+	return &reader{base: base, wmws: wmws, imws: imws, clients: map[string]dynamic.Interface{}, kcp: kcp,
+		mirrors: newMirrorSet(ctx, listParallel, now), assemblageChanges: newChangeBus()}, nil
 }
 
 // client returns the dynamic client of one workspace (a path or a logical cluster's name).
@@ -268,11 +281,11 @@ func (r *reader) fleet(ctx context.Context) (*fleet, error) {
 			continue
 		}
 		f.EdgeCount += len(sts)
-		for i := range sts {
-			if row, stale := edgeRowOf(inv, &sts[i]); stale {
+		for _, st := range sts {
+			if st.NotReady {
 				f.StaleCount++
 				if len(f.StaleEdges) < maxListedEdges {
-					f.StaleEdges = append(f.StaleEdges, row)
+					f.StaleEdges = append(f.StaleEdges, st.Row)
 				}
 			}
 		}
@@ -311,41 +324,10 @@ func (r *reader) workloadWorkspace(ctx context.Context, wmw string) (*workloadWo
 		ws.Placements = append(ws.Placements, newPlacementRow(wmw, &p))
 	}
 	sort.Slice(ws.Placements, func(i, j int) bool { return ws.Placements[i].Name < ws.Placements[j].Name })
-	if ws.destinations, err = r.destinations(ctx, wmw); err != nil {
+	if ws.destinations, _, err = r.destinations(ctx, wmw); err != nil {
 		return nil, err
 	}
 	return ws, nil
-}
-
-func (r *reader) destinations(ctx context.Context, wmw string) (map[string][]edgev1alpha1.SinglePlacement, error) {
-	slices, err := r.resource(wmw, slicesGVR)
-	if err != nil {
-		return nil, err
-	}
-	list, err := slices.List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, readError("SinglePlacementSlices", wmw, err)
-	}
-	return fleetview.DestinationsOf(list.Items)
-}
-
-func (r *reader) syncTargets(ctx context.Context, inv string) ([]edgev1alpha1.SyncTarget, error) {
-	client, err := r.resource(inv, syncTargetsGVR)
-	if err != nil {
-		return nil, err
-	}
-	list, err := client.List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, readError("SyncTargets", inv, err)
-	}
-	out := make([]edgev1alpha1.SyncTarget, len(list.Items))
-	for i := range list.Items {
-		if err := decode(&list.Items[i], &out[i]); err != nil {
-			return nil, err
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
 }
 
 // destination is one row of a placement's destinations table.
@@ -364,6 +346,48 @@ type placementPage struct {
 	Row          placementRow
 	Placement    *edgev1alpha1.EdgePlacement
 	Destinations destinationPage
+	// Collected are the results of the StatusCollectors that the placement names, in the order
+	// of spec.statusCollectors.
+	Collected []collectedView
+}
+
+// collectedView is one StatusCollector's results over a placement's destinations, as the
+// placement's status.collected has them, each value shown as kubectl edge status --collect shows it.
+type collectedView struct {
+	Name    string
+	Columns []string
+	Rows    [][]string
+	// Status is nil until the status summarizer has written the collector's results.
+	Status *edgev1alpha1.CollectedStatus
+}
+
+func collectedViews(p *edgev1alpha1.EdgePlacement) []collectedView {
+	byName := map[string]*edgev1alpha1.CollectedStatus{}
+	for i := range p.Status.Collected {
+		byName[p.Status.Collected[i].Name] = &p.Status.Collected[i]
+	}
+	names := append([]string(nil), p.Spec.StatusCollectors...)
+	for _, c := range p.Status.Collected {
+		if !slices.Contains(names, c.Name) {
+			names = append(names, c.Name)
+		}
+	}
+	out := make([]collectedView, 0, len(names))
+	for _, name := range names {
+		v := collectedView{Name: name, Status: byName[name]}
+		if c := v.Status; c != nil {
+			v.Columns = c.Columns
+			for _, row := range c.Rows {
+				cells := make([]string, len(row.Values))
+				for i, value := range row.Values {
+					cells[i] = fleetview.CollectedCell(value.Raw)
+				}
+				v.Rows = append(v.Rows, cells)
+			}
+		}
+		out = append(out, v)
+	}
+	return out
 }
 
 func (r *reader) placement(ctx context.Context, wmw, name string, q destinationQuery) (*placementPage, error) {
@@ -382,7 +406,7 @@ func (r *reader) placement(ctx context.Context, wmw, name string, q destinationQ
 	if err := decode(u, p); err != nil {
 		return nil, err
 	}
-	all, err := r.destinations(ctx, wmw)
+	all, _, err := r.destinations(ctx, wmw)
 	if err != nil {
 		return nil, err
 	}
@@ -390,82 +414,74 @@ func (r *reader) placement(ctx context.Context, wmw, name string, q destinationQ
 	if err != nil {
 		return nil, err
 	}
-	return &placementPage{Row: newPlacementRow(wmw, p), Placement: p, Destinations: q.apply(rows)}, nil
+	return &placementPage{Row: newPlacementRow(wmw, p), Placement: p, Destinations: q.apply(rows), Collected: collectedViews(p)}, nil
 }
 
-// destinationStates reads each destination's state: stale when its syncer is silent, or else
-// what the assemblage in its mailbox says.
+// destinationStates says each destination's state: stale when its syncer is silent, or else
+// what the assemblage in its mailbox says, from the mirrors (one per destination, started by
+// the first read of the placement's page).
 func (r *reader) destinationStates(ctx context.Context, cluster, placement string, dests []edgev1alpha1.SinglePlacement) ([]destination, error) {
-	targets := map[string]*edgev1alpha1.SyncTarget{}
+	targets := map[string]targetInfo{}
 	for _, inv := range uniqueClusters(dests) {
 		sts, err := r.syncTargets(ctx, inv)
 		if err != nil {
 			return nil, err
 		}
-		for i := range sts {
-			targets[inv+"|"+sts[i].Name] = &sts[i]
+		for _, st := range sts {
+			targets[inv+"|"+st.Row.Name] = st
 		}
 	}
 	rows := make([]destination, len(dests))
 	name := transport.AssemblageName(cluster, placement)
-	sem := make(chan struct{}, readParallel)
-	var wg sync.WaitGroup
+	mirrors := make([]*mirror[assemblageInfo], len(dests))
 	for i, d := range dests {
 		rows[i] = destination{Inventory: d.Cluster, SyncTarget: d.SyncTargetName, Location: d.LocationName}
-		st := targets[d.Cluster+"|"+d.SyncTargetName]
+		st, ok := targets[d.Cluster+"|"+d.SyncTargetName]
 		switch {
-		case st == nil:
+		case !ok:
 			rows[i].State, rows[i].Reason = string(transport.StatePending), "the SyncTarget is gone from its inventory workspace"
 			continue
-		case st.Status.MailboxWorkspace == "":
+		case st.Mailbox == "":
 			rows[i].State, rows[i].Reason = string(transport.StatePending), "the SyncTarget has no mailbox yet"
 			continue
 		}
-		if c := meta.FindStatusCondition(st.Status.Conditions, edgev1alpha1.SyncTargetSyncerReady); c != nil && edgev1alpha1.SyncerSilent(c.Reason) {
-			rows[i].State, rows[i].Reason = string(transport.StateStale), c.Message
+		if st.Silent {
+			rows[i].State, rows[i].Reason = string(transport.StateStale), st.SilentMessage
 		}
-		wg.Add(1)
-		go func(row *destination, mailbox string) {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			r.assemblageState(ctx, row, mailbox, name)
-		}(&rows[i], st.Status.MailboxWorkspace)
+		// Every mirror first, so that their first lists run side by side.
+		mirrors[i] = r.assemblageMirror(st.Mailbox, name)
 	}
-	wg.Wait()
+	wait, cancel := context.WithTimeout(ctx, assemblageWait)
+	defer cancel()
+	for i, m := range mirrors {
+		if m != nil {
+			assemblageState(wait, &rows[i], m, name)
+		}
+	}
 	return rows, ctx.Err()
 }
 
-func (r *reader) assemblageState(ctx context.Context, row *destination, mailbox, name string) {
-	client, err := r.resource(mailbox, assemblagesGVR)
-	if err != nil {
-		row.State, row.Reason = "Unknown", err.Error()
-		return
-	}
-	u, err := client.Get(ctx, name, metav1.GetOptions{})
+// assemblageState fills a destination's row from its assemblage's mirror.
+func assemblageState(ctx context.Context, row *destination, m *mirror[assemblageInfo], name string) {
+	var a assemblageInfo
+	found := false
+	err := m.read(ctx, func(items map[string]assemblageInfo) { a, found = items[name] })
 	stale := row.State == string(transport.StateStale)
 	switch {
-	case apierrors.IsNotFound(err):
-		if !stale {
-			row.State, row.Reason = string(transport.StatePending), "no assemblage in the mailbox yet"
-		}
-		return
 	case err != nil:
 		if !stale {
 			row.State = "Unknown"
 		}
-		row.Reason = readError("the assemblage", mailbox, err).Error()
-		return
-	}
-	a := &edgev1alpha1.Assemblage{}
-	if err := decode(u, a); err != nil {
-		row.State, row.Reason = "Unknown", err.Error()
-		return
-	}
-	row.Version, row.Applied = a.Spec.Version, a.Status.AppliedVersion
-	if !stale {
-		s := transport.DestinationState(a)
-		row.State, row.Reason = string(s.State), s.Reason
+		row.Reason = err.Error()
+	case !found:
+		if !stale {
+			row.State, row.Reason = string(transport.StatePending), "no assemblage in the mailbox yet"
+		}
+	default:
+		row.Version, row.Applied = a.Version, a.Applied
+		if !stale {
+			row.State, row.Reason = a.State, a.Reason
+		}
 	}
 }
 

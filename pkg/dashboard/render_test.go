@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kcp-dev/logicalcluster/v3"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
@@ -102,5 +103,51 @@ func TestPagesRender(t *testing.T) {
 	}
 	if strings.Contains(body, "edge-3") || strings.Contains(body, "1 ready") {
 		t.Errorf("the error page shows old data:\n%s", body)
+	}
+}
+
+// The placement's collected status: each collector of spec.statusCollectors as a table with its
+// columns, the rows' values as kubectl edge status --collect shows them, how many destinations
+// reported, the run-time errors with their example, and a collector that yields nothing or has
+// no results yet said in words.
+func TestCollectedRenders(t *testing.T) {
+	s := testServer(t, fixedNow)
+	p := samplePlacement()
+	p.Spec.StatusCollectors = []string{"available", "images", "missing", "later"}
+	p.Status.Collected = []edgev1alpha1.CollectedStatus{
+		{Name: "available", Columns: []string{"available", "deployments"}, Rows: []edgev1alpha1.CollectedRow{{Values: []apiextensionsv1.JSON{{Raw: []byte("6")}, {Raw: []byte("3")}}}}, RowCount: 1, Destinations: 3, Matched: 3},
+		{Name: "images", Columns: []string{"image", "deployments"}, Rows: []edgev1alpha1.CollectedRow{{Values: []apiextensionsv1.JSON{{Raw: []byte(`"nginx:1"`)}, {Raw: []byte("2")}}}, {Values: []apiextensionsv1.JSON{{Raw: []byte("null")}, {Raw: []byte("1")}}}},
+			RowCount: 3, Omitted: 1, Destinations: 2, Matched: 3, Errors: 2, ErrorExample: &edgev1alpha1.CollectorError{Destination: "root:imw:edge-2", Object: "deployments.apps/app/web", Error: "select[image]: no such key: containers"}},
+		{Name: "missing", Problem: `there is no StatusCollector "missing" in this workspace`},
+	}
+	pp := &placementPage{Row: newPlacementRow("root:wmw", p), Placement: p, Destinations: parseDestinationQuery(nil).apply(nil), Collected: collectedViews(p)}
+	_, body := get(t, s, "placement", "Placement web", "/placement/root:wmw/web?fragment=1", func(context.Context) (any, []error, error) { return pp, nil, nil })
+	for _, want := range []string{
+		`<h2 id="collected">Collected status</h2>`,
+		`<div class="collector" data-collector="available">`,
+		`<caption>1 of 1 row; 3 destinations reported, 3 objects matched</caption>`,
+		`<thead><tr><th scope="col">available</th><th scope="col">deployments</th></tr></thead>`,
+		`<tr><th scope="row">6</th><td>3</td></tr>`,
+		`<caption>2 of 3 rows; 2 destinations reported, 3 objects matched; 1 left out at the edges`,
+		`<tr><th scope="row">nginx:1</th><td>2</td></tr>`,
+		`<tr><th scope="row">&lt;none&gt;</th><td>1</td></tr>`,
+		`<strong>2 errors at run time</strong>; for example at root:imw:edge-2, deployments.apps/app/web: select[image]: no such key: containers`,
+		`<strong>Yields nothing:</strong> there is no StatusCollector &#34;missing&#34; in this workspace`,
+		`<div class="collector" data-collector="later">`,
+		`No results yet`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("placement fragment lacks %q:\n%s", want, body)
+		}
+	}
+	if strings.Contains(body, "<th>") {
+		t.Errorf("a table header without scope on the placement page")
+	}
+
+	// No collectors: no section.
+	pp.Placement, pp.Collected = samplePlacement(), collectedViews(samplePlacement())
+	_, body = get(t, s, "placement", "Placement web", "/placement/root:wmw/web?fragment=1", func(context.Context) (any, []error, error) { return pp, nil, nil })
+	if strings.Contains(body, "Collected status") {
+		t.Errorf("a placement without collectors shows a collected status section:\n%s", body)
 	}
 }

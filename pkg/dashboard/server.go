@@ -46,6 +46,9 @@ type Server struct {
 	// watchDelay is how long a change event waits for more changes before it is sent.
 	watchDelay time.Duration
 
+	// stop stops the mirrors' watches.
+	stop context.CancelFunc
+
 	mu sync.Mutex
 	// lastCurrent is, per page (its path), when its data was last read in full.
 	lastCurrent map[string]time.Time
@@ -56,14 +59,17 @@ func New(cfg Config) (*Server, error) {
 	if len(cfg.WorkloadWorkspaces) == 0 {
 		return nil, fmt.Errorf("the dashboard needs at least one workload workspace")
 	}
-	r, err := newReader(rest.CopyConfig(cfg.Base), cfg.WorkloadWorkspaces, cfg.InventoryWorkspaces)
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	r, err := newReader(ctx, rest.CopyConfig(cfg.Base), cfg.WorkloadWorkspaces, cfg.InventoryWorkspaces, now)
 	if err != nil {
+		stop()
 		return nil, err
 	}
-	s := &Server{read: r, now: cfg.Now, lastCurrent: map[string]time.Time{}, watchDelay: 100 * time.Millisecond}
-	if s.now == nil {
-		s.now = time.Now
-	}
+	s := &Server{read: r, now: now, stop: stop, lastCurrent: map[string]time.Time{}, watchDelay: 100 * time.Millisecond}
 	if err := s.parseTemplates(); err != nil {
 		return nil, err
 	}
@@ -112,8 +118,12 @@ func Listen(port int) (net.Listener, error) {
 	return l, nil
 }
 
-// Serve serves the dashboard on l until ctx ends.
+// Close stops the watches that keep the pages' data; the server does not serve after it.
+func (s *Server) Close() { s.stop() }
+
+// Serve serves the dashboard on l until ctx ends, then closes it.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	defer s.Close()
 	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 	go func() {
 		<-ctx.Done()

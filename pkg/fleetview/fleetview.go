@@ -5,6 +5,7 @@
 package fleetview
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 
@@ -152,4 +153,18 @@ func DestinationsOf(slices []unstructured.Unstructured) (map[string][]edgev1alph
 		out[owner] = append(out[owner], s.Destinations...)
 	}
 	return out, nil
+}
+
+// CollectedCell shows one value of a collector's results (JSON) in a table: a string without its
+// quotes, null or nothing as <none>, any other value as its JSON.
+func CollectedCell(raw []byte) string {
+	v := string(raw)
+	if v == "" || v == "null" {
+		return "<none>"
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return v
 }

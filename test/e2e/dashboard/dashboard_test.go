@@ -64,11 +64,19 @@ metadata: {name: greeting, namespace: local}
 data: {text: hello}
 ---
 apiVersion: edge.kcp.io/v1alpha1
+kind: StatusCollector
+metadata: {name: kinds}
+spec:
+  groupBy: [{name: kind, expression: object.kind}]
+  combine: [{name: objects, type: count}]
+---
+apiVersion: edge.kcp.io/v1alpha1
 kind: EdgePlacement
 metadata: {name: app}
 spec:
   locationSelectors: [{matchExpressions: [{key: region, operator: In, values: [east, west, north]}]}]
   downsync: [{namespaces: [app]}]
+  statusCollectors: [kinds]
 ---
 apiVersion: edge.kcp.io/v1alpha1
 kind: EdgePlacement
@@ -99,10 +107,10 @@ func chromium(t *testing.T) string {
 
 // TestDashboard serves the dashboard of a fleet of three edges with real syncers, and checks in
 // headless Chromium, as a user would read them: the fleet page's placements and counts, a new
-// placement and a change of state showing within 2 s, a placement's destinations, an edge's
-// objects; a user whom kcp forbids the workspace, and one whose token it refuses, each get the
-// error and none of the data; and, kcp killed, the error in place of the data. It saves a
-// screenshot of each page.
+// placement and a change of state showing within 2 s, a placement's destinations and the status
+// its StatusCollector collected, an edge's objects; a user whom kcp forbids the workspace, and
+// one whose token it refuses, each get the error and none of the data; and, kcp killed, the
+// error in place of the data. It saves a screenshot of each page.
 func TestDashboard(t *testing.T) {
 	browserPath := chromium(t)
 	shots := os.Getenv(ScreenshotsEnv)
@@ -195,6 +203,13 @@ func TestDashboard(t *testing.T) {
 		b.eventuallyText(`#destination-table caption`, 5*time.Second, "Destinations 1–3 of 3")
 		b.eventuallyText(`#destination-table tr[data-destination="edge-west"]`, time.Second, "Failed")
 		b.eventuallyText(`#destination-table tr[data-destination="edge-east"]`, time.Second, "Ready")
+		// The collected status: StatusCollector kinds counts the placement's objects by kind
+		// at the edges, one ConfigMap at each of the three.
+		b.eventuallyText(`div.collector[data-collector="kinds"] table.collected caption`, 10*time.Second, "3 of 3 rows; 3 destinations reported, 9 objects matched")
+		want := "kind | objects\nConfigMap | 3\nDeployment | 3\nNamespace | 3"
+		if got := b.eval(`Array.from(document.querySelectorAll('div.collector[data-collector="kinds"] table.collected tr')).map(r => Array.from(r.cells).map(c => c.textContent.trim()).join(" | ")).join("\n")`); got != want {
+			t.Errorf("the collected status of StatusCollector kinds reads\n%s\nwant\n%s", got, want)
+		}
 		b.screenshot("dashboard-placement.png")
 		// Filtered by the server, from the form's query: the page works without the script.
 		b.do(chromedp.Navigate(b.url() + "?state=Failed"))
