@@ -11,13 +11,70 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/kcp-dev/logicalcluster/v3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kcp-dev/edge-mc/pkg/dashboard"
+	"github.com/kcp-dev/edge-mc/test/framework"
 )
 
-// dashboardRounds is how many times each page is loaded; the figures are the median and the
-// slowest.
+// dashboardRounds is how many times each page is loaded; the figures are the first load, the
+// median and the slowest.
 const dashboardRounds = 5
+
+// extraGroups is how many groups -placements' extra placements split the destinations into:
+// each extra placement goes to one group, a tenth of the destinations.
+const extraGroups = 10
+
+// extraPlacement names the i-th extra placement (from 1), of its namespace's ConfigMap.
+func extraPlacement(i int) string { return fmt.Sprintf("extra-%03d", i) }
+
+// extraPlacements creates the -placements extra placements, each of one ConfigMap in a namespace
+// of its own, to the destinations of group g<i mod 10>, and waits until each is ready at all of
+// them.
+func (b *bench) extraPlacements(ctx context.Context) error {
+	extra := b.cfg.Placements - 1
+	if extra < 1 {
+		return nil
+	}
+	start := time.Now()
+	say("dashboard: %d more placements, each to a tenth of the %d destinations", extra, b.cfg.N)
+	if err := framework.ForEach(extra, b.cfg.Parallel, func(j int) error {
+		i := j + 1
+		name := extraPlacement(i)
+		ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name}}}
+		if _, err := b.wmwDyn.Resource(namespacesGVR).Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating namespace %s in %s: %w", name, b.wmw, err)
+		}
+		cm := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": "settings", "namespace": name}, "data": map[string]any{"value": "v1"}}}
+		if _, err := b.wmwDyn.Resource(configMapsGVR).Namespace(name).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating ConfigMap %s/settings in %s: %w", name, b.wmw, err)
+		}
+		return b.createPlacementOn(ctx, name, map[string]any{"group": fmt.Sprintf("g%d", i%extraGroups)}, nil)
+	}); err != nil {
+		return err
+	}
+	for i := 1; i <= extra; i++ {
+		if _, err := b.waitAllReady(ctx, extraPlacement(i), start, groupSize(b.cfg.N, i%extraGroups)); err != nil {
+			return err
+		}
+	}
+	say("dashboard: the %d more placements ready everywhere after %.1fs", extra, time.Since(start).Seconds())
+	return nil
+}
+
+// groupSize is the number of destinations i (0 <= i < n) with i mod extraGroups == g.
+func groupSize(n, g int) int {
+	return n/extraGroups + btoi(g < n%extraGroups)
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
 
 // dashboardFigures are what kubectl edge dashboard's pages cost at N destinations (-dashboard).
 type dashboardFigures struct {
@@ -26,14 +83,21 @@ type dashboardFigures struct {
 	AssetBytes int `json:"assetBytes"`
 	// Browser is the headless Chromium that loaded the pages ("" when there was none).
 	Browser string `json:"browser,omitempty"`
+	// KCPRSSBeforeMB and KCPRSSAfterMB are kcp's memory before the first page and after the
+	// last (the dashboard's watches included).
+	KCPRSSBeforeMB float64 `json:"kcpRSSBeforeMB,omitempty"`
+	KCPRSSAfterMB  float64 `json:"kcpRSSAfterMB,omitempty"`
 }
 
 // pageFigures are one page's: its HTML's size and the time to read it in full, from the
 // dashboard's HTTP server (which reads kcp for every request), and, in a browser, the time until
 // the page was loaded (navigation start to the load event, assets included).
 type pageFigures struct {
-	Page             string  `json:"page"`
-	HTMLBytes        int     `json:"htmlBytes"`
+	Page      string `json:"page"`
+	HTMLBytes int    `json:"htmlBytes"`
+	// ServeFirstMs is the first load's, which starts the page's watches (a placement's page:
+	// one per destination).
+	ServeFirstMs     float64 `json:"serveFirstMs"`
 	ServeMedianMs    float64 `json:"serveMedianMs"`
 	ServeMaxMs       float64 `json:"serveMaxMs"`
 	BrowserMedianMs  float64 `json:"browserLoadMedianMs,omitempty"`
@@ -63,9 +127,15 @@ func (b *bench) runDashboard(ctx context.Context, res *result) error {
 		"/",
 		"/placement/" + wmw + "/" + flatPlacement,
 		"/placement/" + wmw + "/" + flatPlacement + "?state=Ready&sort=name&page=3",
-		"/edge/" + b.imw.String() + "/edge-00000",
 	}
+	if b.cfg.Placements > 1 {
+		pages = append(pages, "/placement/"+wmw+"/"+extraPlacement(1))
+	}
+	pages = append(pages, "/edge/"+b.imw.String()+"/edge-00000")
 	figures := &dashboardFigures{}
+	if cur, _, err := framework.RSS(b.s.PID()); err == nil {
+		figures.KCPRSSBeforeMB = float64(cur) / 1e6
+	}
 	for _, asset := range []string{"/static/style.css", "/static/live.js"} {
 		body, _, err := get(ctx, base+asset)
 		if err != nil {
@@ -84,8 +154,9 @@ func (b *bench) runDashboard(ctx context.Context, res *result) error {
 			f.HTMLBytes = len(body)
 			times = append(times, took.Seconds()*1000)
 		}
+		f.ServeFirstMs = times[0]
 		f.ServeMedianMs, f.ServeMaxMs = medianMax(times)
-		say("dashboard %s: %d bytes of HTML, served in %.0f ms (median of %d; slowest %.0f ms)", p, f.HTMLBytes, f.ServeMedianMs, dashboardRounds, f.ServeMaxMs)
+		say("dashboard %s: %d bytes of HTML, served in %.0f ms (median of %d; first %.0f ms, slowest %.0f ms)", p, f.HTMLBytes, f.ServeMedianMs, dashboardRounds, f.ServeFirstMs, f.ServeMaxMs)
 		figures.Pages = append(figures.Pages, f)
 	}
 	if path := chromiumPath(); path != "" {
@@ -95,6 +166,9 @@ func (b *bench) runDashboard(ctx context.Context, res *result) error {
 		}
 	} else {
 		say("no chromium on the PATH: the load times in a browser are not measured (apt-get install chromium)")
+	}
+	if cur, _, err := framework.RSS(b.s.PID()); err == nil {
+		figures.KCPRSSAfterMB = float64(cur) / 1e6
 	}
 	res.Dashboard = figures
 	return nil
@@ -184,16 +258,17 @@ func printDashboard(out io.Writer, res *result) {
 	if d == nil {
 		return
 	}
-	fmt.Fprintf(out, "\nkubectl edge dashboard at %d destinations (%d loads of each page; stylesheet and script: %d bytes, loaded once)\n\n", res.Config.N, dashboardRounds, d.AssetBytes)
-	fmt.Fprintln(out, "| page | HTML | served (median / slowest) | loaded in Chromium (median / slowest) | DOM ready (median) |")
+	fmt.Fprintf(out, "\nkubectl edge dashboard at %d destinations, %d placements (%d loads of each page; stylesheet and script: %d bytes, loaded once)\n\n", res.Config.N, res.Config.Placements, dashboardRounds, d.AssetBytes)
+	fmt.Fprintln(out, "| page | HTML | served: first / median / slowest | loaded in Chromium (median / slowest) | DOM ready (median) |")
 	fmt.Fprintln(out, "|---|---|---|---|---|")
 	for _, p := range d.Pages {
 		browser, dom := "-", "-"
 		if d.Browser != "" {
 			browser, dom = fmt.Sprintf("%.0f / %.0f ms", p.BrowserMedianMs, p.BrowserMaxMs), fmt.Sprintf("%.0f ms", p.BrowserDOMReady)
 		}
-		fmt.Fprintf(out, "| `%s` | %.1f KB | %.0f / %.0f ms | %s | %s |\n", p.Page, float64(p.HTMLBytes)/1000, p.ServeMedianMs, p.ServeMaxMs, browser, dom)
+		fmt.Fprintf(out, "| `%s` | %.1f KB | %.0f / %.0f / %.0f ms | %s | %s |\n", p.Page, float64(p.HTMLBytes)/1000, p.ServeFirstMs, p.ServeMedianMs, p.ServeMaxMs, browser, dom)
 	}
 	fmt.Fprintln(out)
+	fmt.Fprintf(out, "kcp's RSS: %.0f MB before the pages, %.0f MB after\n", d.KCPRSSBeforeMB, d.KCPRSSAfterMB)
 	fmt.Fprintf(out, "load averages: %v\n", res.LoadAverages)
 }

@@ -95,7 +95,10 @@ type config struct {
 	Workers             int     `json:"workers"`
 	Center              bool    `json:"center,omitempty"`
 	Dashboard           bool    `json:"dashboard,omitempty"`
-	Rounds              int     `json:"rounds,omitempty"`
+	// Placements, with -dashboard: flat to all N destinations, and Placements-1 more, each to a
+	// tenth of them (their Locations are labelled group=g0 to g9 in turn).
+	Placements int `json:"placements,omitempty"`
+	Rounds     int `json:"rounds,omitempty"`
 	// ControllerCap is edge-controller-manager's cap of writes in flight (4 x -workers): the
 	// raw writes run at it.
 	ControllerCap  int `json:"controllerCap"`
@@ -122,6 +125,8 @@ func (c *config) validate() error {
 		return errors.New("-idle and -timeout must be positive, -settle not negative")
 	case c.Center && c.Rounds < 1:
 		return errors.New("-rounds must be at least 1")
+	case c.Placements < 1 || (c.Placements > 1 && !c.Dashboard):
+		return errors.New("-placements must be at least 1, and more than 1 only with -dashboard")
 	case c.profileDir != "" && c.ProfileSeconds < 1:
 		return errors.New("-profile-seconds must be at least 1")
 	}
@@ -158,6 +163,7 @@ func main() {
 	flag.IntVar(&c.Workers, "workers", 8, "edge-controller-manager --workers")
 	flag.BoolVar(&c.Center, "center", false, "the center-side benchmark only: the unbounded placement's first delivery and -rounds edits, timed until every new version reached its mailbox, against a plain client's creates and updates of ConfigMaps of an assemblage's size into the same mailboxes, at edge-controller-manager's cap of writes in flight (4 x -workers)")
 	flag.BoolVar(&c.Dashboard, "dashboard", false, "kubectl edge dashboard's pages only: once the unbounded placement is ready at every destination, the size of each page and the time to serve it and to load it in headless Chromium (if installed)")
+	flag.IntVar(&c.Placements, "placements", 1, "with -dashboard, how many placements: flat to all -n destinations, and the others (extra-001...) each of one ConfigMap to a tenth of them (Locations labelled group=g0 to g9 in turn)")
 	flag.IntVar(&c.Rounds, "rounds", 3, "with -center, how many edits")
 	flag.StringVar(&c.jsonOut, "json", "", "also write the figures as JSON to this file")
 	flag.StringVar(&c.profileDir, "profile", "", "save CPU profiles of kcp and edge-controller-manager (built with a profiler for this) over the first -profile-seconds of the paced rollout into this directory")
@@ -327,6 +333,9 @@ func run(ctx context.Context, c config) (*result, error) {
 	}
 	res.FirstFlatSeconds = time.Since(start).Seconds()
 	if c.Dashboard {
+		if err := b.extraPlacements(ctx); err != nil {
+			return nil, err
+		}
 		b.sleep(ctx, c.settle)
 		load("before the dashboard's pages")
 		if err := b.runDashboard(ctx, res); err != nil {
@@ -522,7 +531,11 @@ func (b *bench) destinations(ctx context.Context) error {
 		if i < b.cfg.Canary {
 			ring = "canary"
 		}
-		return b.kubectlEdge(ctx, "ensure", "location", fmt.Sprintf("edge-%05d", i), "fleet=bench", "ring="+ring, "--imw", b.imw.String())
+		labels := []string{"fleet=bench", "ring=" + ring}
+		if b.cfg.Placements > 1 {
+			labels = append(labels, fmt.Sprintf("group=g%d", i%extraGroups))
+		}
+		return b.kubectlEdge(ctx, append(append([]string{"ensure", "location", fmt.Sprintf("edge-%05d", i)}, labels...), "--imw", b.imw.String())...)
 	}); err != nil {
 		return err
 	}
@@ -588,8 +601,14 @@ func (b *bench) rolloutSpec(withGate bool) map[string]any {
 
 // createPlacement creates a placement of the namespace of its name on every destination.
 func (b *bench) createPlacement(ctx context.Context, name string, rollout map[string]any) error {
+	return b.createPlacementOn(ctx, name, map[string]any{"fleet": "bench"}, rollout)
+}
+
+// createPlacementOn creates a placement of the namespace of its name on the destinations whose
+// Location has the labels.
+func (b *bench) createPlacementOn(ctx context.Context, name string, labels map[string]any, rollout map[string]any) error {
 	spec := map[string]any{
-		"locationSelectors": []any{map[string]any{"matchLabels": map[string]any{"fleet": "bench"}}},
+		"locationSelectors": []any{map[string]any{"matchLabels": labels}},
 		"downsync":          []any{map[string]any{"namespaces": []any{name}}},
 	}
 	if rollout != nil {
