@@ -343,4 +343,3 @@ func TestChangeBus(t *testing.T) {
 		t.Error("the ended subscription is still kept")
 	}
 }
-
