@@ -13,7 +13,8 @@
 //     syncer version, mailbox and shard, and its assemblages with every object's state.
 //
 // What grows with the fleet (a workload workspace's SinglePlacementSlices, an inventory
-// workspace's SyncTargets, each destination's assemblage of a placement whose page is read) is
+// workspace's SyncTargets and Locations, each destination's assemblage of a placement whose page
+// is read) is
 // kept in memory by mirrors: a list, then a watch, started by the first page that needs it and
 // stopped after ten minutes unread (mirror.go). A mirror whose watch failed gives its error, not
 // its old values, until it has listed again; and every page still reads one object from kcp on

@@ -537,24 +537,17 @@ func (r *reader) edge(ctx context.Context, inv, name string) (*edgePage, error) 
 	}
 	page.Row, _ = edgeRowOf(inv, page.SyncTarget)
 	page.Labels = labelPairs(page.SyncTarget.Labels)
-	locClient, err := r.resource(inv, locationsGVR)
+	err = r.locationsMirror(inv).read(ctx, func(items map[string]locationInfo) {
+		for _, l := range items {
+			if l.Selector != nil && l.Selector.Matches(labels.Set(page.SyncTarget.Labels)) {
+				page.Locations = append(page.Locations, l.Location)
+			}
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
-	locs, err := locClient.List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, readError("Locations", inv, err)
-	}
-	for i := range locs.Items {
-		loc := edgev1alpha1.Location{}
-		if err := decode(&locs.Items[i], &loc); err != nil {
-			return nil, err
-		}
-		sel, _, err := loc.Spec.InstanceSelector.AsSelector("spec.instanceSelector")
-		if err == nil && sel.Matches(labels.Set(page.SyncTarget.Labels)) {
-			page.Locations = append(page.Locations, loc)
-		}
-	}
+	sort.Slice(page.Locations, func(i, j int) bool { return page.Locations[i].Name < page.Locations[j].Name })
 	mailbox := page.SyncTarget.Status.MailboxWorkspace
 	if mailbox == "" {
 		return page, nil

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -35,6 +36,31 @@ type targetInfo struct {
 	// Silent: its syncer has gone silent past the grace period (stale); SilentMessage says so.
 	Silent        bool
 	SilentMessage string
+}
+
+// locationInfo is what the dashboard keeps of a Location: itself (its labels and description
+// are on the edge page), and its instanceSelector (nil when it is not valid, and selects nothing).
+type locationInfo struct {
+	Location edgev1alpha1.Location
+	Selector labels.Selector
+}
+
+func (r *reader) locationsMirror(inv string) *mirror[locationInfo] {
+	return mirrorFor(r.mirrors, "locations|"+inv, func() *mirror[locationInfo] {
+		m := newMirror[locationInfo]("Locations", inv)
+		m.convert = func(u *unstructured.Unstructured) (locationInfo, error) {
+			info := locationInfo{}
+			if err := decode(u, &info.Location); err != nil {
+				return info, err
+			}
+			info.Location.ManagedFields = nil
+			if sel, _, err := info.Location.Spec.InstanceSelector.AsSelector("spec.instanceSelector"); err == nil {
+				info.Selector = sel
+			}
+			return info, nil
+		}
+		return newListWatch(r, m, locationsGVR, "")
+	})
 }
 
 // assemblageInfo is what the dashboard keeps of an assemblage: its destination's state.
