@@ -16,7 +16,10 @@ import (
 // TestSmallFleet runs the whole benchmark on a small fleet, as a user would, and checks what a
 // user would check of its output: every phase completed, every figure is there and sane (the
 // objects reached every edge, the center's writes were counted, each ratio was computed), and
-// the table says the same. How fast is the benchmark's to report, not this test's to judge.
+// the table says the same. How fast is the benchmark's to report, not this test's to judge. It
+// runs with -collect, whose status collector and health rule the run itself checks against what
+// the edges hold (a run whose collector showed the wrong sum fails); the test checks that the
+// figures say so.
 func TestSmallFleet(t *testing.T) {
 	if os.Getenv("EDGE_E2E_KUBECONFIG") != "" {
 		t.Skip("the fleet benchmark starts kcp servers of its own; unset EDGE_E2E_KUBECONFIG to run it")
@@ -26,7 +29,7 @@ func TestSmallFleet(t *testing.T) {
 		// Six destinations: enough for every phase (three for the status phase, a placement
 		// each for two), and the fleet of 20 it had took 108 of its 423 s to make under load.
 		N: 6, K: 3, P: 2, ObjectSize: 256, Parallel: 16, Workers: 8,
-		StatusDestinations: 3, statusTimeout: time.Minute, idle: 5 * time.Second, ProfileSeconds: 3, Shards: 1,
+		StatusDestinations: 3, statusTimeout: time.Minute, idle: 5 * time.Second, ProfileSeconds: 3, Shards: 1, Collect: true,
 		jsonOut: filepath.Join(dir, "bench.json"), profileDir: filepath.Join(dir, "profiles"),
 	}
 	if err := c.validate(); err != nil {
@@ -54,7 +57,7 @@ func TestSmallFleet(t *testing.T) {
 	want := map[string]map[string]string{
 		"config": {"n": positive, "k": positive, "p": positive, "objectSize": positive, "parallel": positive, "workers": positive,
 			"statusDestinations": positive, "statusTimeoutSeconds": positive, "idleSeconds": positive, "profileSeconds": positive,
-			"noWebhookAdmission": anything, "centerKCPArgs": list, "shards": positive, "edgeKCPAdmin": anything, "secrets": anything},
+			"noWebhookAdmission": anything, "centerKCPArgs": list, "shards": positive, "edgeKCPAdmin": anything, "secrets": anything, "collect": anything},
 		"machine": {"cores": positive, "loadAverageBefore": anything, "memTotalGB": positive, "memAvailableGBBefore": positive},
 		"setup": {"kcpStartSeconds": positive, "centerSeconds": positive, "locationsSeconds": positive, "mailboxesSeconds": positive,
 			"pclustersSeconds": positive, "credentialsSeconds": positive, "syncersSeconds": anything, "workloadSeconds": positive, "totalSeconds": positive},
@@ -66,14 +69,18 @@ func TestSmallFleet(t *testing.T) {
 			"edgeSeconds": positive, "edgeRatioToRaw": positive, "edgePerDestinationP50Seconds": positive, "edgePerDestinationP99Seconds": positive,
 			"edgeDestinations": positive, "controllerCPUSeconds": anything, "syncersCPUSeconds": anything, "centerKCPCPUSeconds": positive, "edgeKCPCPUSeconds": positive, "benchCPUSeconds": anything,
 			"mailboxPhaseCenterWrites": list, "mailboxPhaseCenterWritesTotal": positive,
-			"assemblageWrites": positive, "assemblageWritesPerDestination": positive, "assemblageStatusWrites": anything,
+			"assemblageWrites": positive, "assemblageWritesPerDestination": positive, "assemblageStatusWrites": anything, "centerWritesTotal": positive,
 			"assemblageBytes": positive, "assemblageBytesPerDestination": positive,
 			"centerKCPRequests": list, "edgeKCPRequests": list, "centerKCPRefused": anything, "edgeKCPRefused": anything},
 		"update": {"destinations": positive, "mailboxP50Seconds": positive, "mailboxP90Seconds": positive, "mailboxMaxSeconds": positive,
 			"p50Seconds": positive, "p90Seconds": positive, "p99Seconds": positive, "maxSeconds": positive, "p90RatioToRaw": positive,
-			"assemblageWrites": positive, "centerWrites": list, "centerKCPRefused": anything},
+			"assemblageWrites": positive, "centerWrites": list, "centerKCPRefused": anything, "centerWritesTotal": positive},
 		"status": {"destinations": positive, "measured": anything, "notMeasured": anything, "p50Seconds": anything, "p99Seconds": anything, "maxSeconds": anything,
-			"streamP50Seconds": anything, "streamP99Seconds": anything, "coalescePeriodSeconds": anything},
+			"streamP50Seconds": anything, "streamP99Seconds": anything, "coalescePeriodSeconds": anything,
+			"seconds": positive, "centerWritesTotal": positive, "assemblageStatusWrites": positive, "controllerCPUSeconds": anything, "syncersCPUSeconds": anything},
+		"collect": {"enabled": anything, "collector": anything, "healthRule": anything, "measured": anything, "notMeasured": anything,
+			"readyDeployments": positive, "wantAvailable": positive, "available": positive, "deployments": positive, "destinations": positive,
+			"errors": anything, "seconds": anything, "ruleReady": positive, "ruleNotReady": positive},
 		"idle": {"windowSeconds": positive, "controllerCPUPercent": anything, "syncersCPUPercent": anything, "centerKCPCPUPercent": positive,
 			"edgeKCPCPUPercent": anything, "centerKCPRatioToBare": positive, "centerKCPRequests": list, "edgeKCPRequests": list},
 		"memory": {"controllerRSSMB": positive, "controllerPeakRSSMB": positive, "syncersRSSMB": positive, "syncersRSSPerSyncerMB": positive,
@@ -180,9 +187,24 @@ func TestSmallFleet(t *testing.T) {
 	} else if why, _ := status["notMeasured"].(string); why == "" || status["p50Seconds"] != nil {
 		t.Errorf("status was not measured but says neither why nor null figures: %v", status)
 	}
+	// -collect: the collector's sum over the first placement is the number of Deployments the
+	// status phase turned ready (one replica each), every placement counted its destinations'
+	// Deployments, and the health rule, not kstatus, decided at every destination.
+	if got["collect"]["measured"] != true {
+		t.Errorf("the status collector and health rule were not checked: %v", got["collect"])
+	}
+	if a, want := number("collect", "available"), number("status", "destinations"); a != want || number("collect", "wantAvailable") != want {
+		t.Errorf("collect.available is %v (want %v), the %v Deployments turned ready", a, number("collect", "wantAvailable"), want)
+	}
+	if d, n := number("collect", "deployments"), number("collect", "destinations"); d != float64(c.N) || n != float64(c.N) {
+		t.Errorf("the collector counted %v Deployments from %v destinations over the placements, want %d from %d", d, n, c.N, c.N)
+	}
+	if r, n := number("collect", "ruleReady"), number("collect", "ruleNotReady"); r != float64(c.StatusDestinations) || r+n != float64(c.N) {
+		t.Errorf("the health rule decided ready at %v and not ready at %v destinations, want %d and %d", r, n, c.StatusDestinations, c.N-c.StatusDestinations)
+	}
 	// The table says the same as the JSON.
 	for _, row := range []string{"mailbox phase rate / raw rate", "edge time / raw time", "update p90 / raw time of N writes",
-		"idle center kcp / bare kcp", "center kcp memory per destination", "assemblage writes"} {
+		"idle center kcp / bare kcp", "center kcp memory per destination", "assemblage writes", "status collector " + collectorName, "health rule " + healthRuleName} {
 		if !strings.Contains(table.String(), "| "+row) {
 			t.Errorf("the table has no row %q", row)
 		}

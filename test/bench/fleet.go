@@ -17,7 +17,9 @@ import (
 	"github.com/kcp-dev/logicalcluster/v3"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/dynamic"
 
@@ -44,6 +46,8 @@ type destination struct {
 // fleet is everything the benchmark set up, and how to take it down.
 type fleet struct {
 	cfg config
+	// feed holds the mailboxes' assemblages as the bench's watch sees them.
+	feed *assemblageFeed
 	// dir holds the kubeconfigs, the syncers' spec and the processes' logs.
 	dir, binDir string
 	// center is what every client reaches the center by: the center kcp, or the front-proxy
@@ -456,6 +460,11 @@ func (f *fleet) createWorkload(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if f.cfg.Collect {
+		if err := createStatusRules(ctx, wmw, f.wmw); err != nil {
+			return err
+		}
+	}
 	for j := range f.cfg.P {
 		ns := groupNamespace(j)
 		if _, err := wmw.Resource(namespacesGVR).Create(ctx, namespaceObject(ns), metav1.CreateOptions{}); err != nil {
@@ -464,6 +473,45 @@ func (f *fleet) createWorkload(ctx context.Context) error {
 		for _, u := range workloadObjects(ns, f.cfg.K, f.cfg.ObjectSize, f.cfg.Secrets) {
 			if _, err := wmw.Resource(gvrOf(u)).Namespace(ns).Create(ctx, u, metav1.CreateOptions{}); err != nil {
 				return fmt.Errorf("creating %s %s/%s in %s: %w", u.GetKind(), ns, u.GetName(), f.wmw, err)
+			}
+		}
+	}
+	return nil
+}
+
+// createStatusRules creates the StatusCollector and the HealthRule of -collect in the workload
+// workspace, and waits until the placement translator has accepted both (their CEL compiles),
+// so that the destinations' SyncerConfigs carry them from the fan-out on.
+func createStatusRules(ctx context.Context, wmw dynamic.Interface, where logicalcluster.Path) error {
+	rules := []struct {
+		gvr  schema.GroupVersionResource
+		name string
+		obj  *unstructured.Unstructured
+	}{{collectorsGVR, collectorName, collectorObject()}, {healthRulesGVR, healthRuleName, healthRuleObject()}}
+	say("workload: StatusCollector %s (sum of the Deployments' availableReplicas, and their count) and HealthRule %s (Deployments ready when availableReplicas reaches spec.replicas) in %s",
+		collectorName, healthRuleName, where)
+	for _, r := range rules {
+		if _, err := wmw.Resource(r.gvr).Create(ctx, r.obj, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating %s %s in %s: %w", r.obj.GetKind(), r.name, where, err)
+		}
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for _, r := range rules {
+		for {
+			u, err := wmw.Resource(r.gvr).Get(ctx, r.name, metav1.GetOptions{})
+			if err != nil {
+				return fmt.Errorf("reading %s %s in %s: %w", r.obj.GetKind(), r.name, where, err)
+			}
+			status, reason, msg := framework.ConditionStatus(u, edgev1alpha1.RuleAccepted)
+			if status == metav1.ConditionTrue {
+				break
+			}
+			if status == metav1.ConditionFalse || time.Now().After(deadline) {
+				return fmt.Errorf("%s %s in %s is not accepted (Accepted %q, %s: %s): is edge-controller-manager's placement translator running?",
+					r.obj.GetKind(), r.name, where, status, reason, msg)
+			}
+			if err := sleep(ctx, 200*time.Millisecond); err != nil {
+				return err
 			}
 		}
 	}

@@ -26,6 +26,11 @@
 //     times until the EdgePlacement's status.summary.ready counts it (the syncer reports it in
 //     the assemblage's status, the summarizer rolls it up). Without a status summarizer this
 //     phase ends after -status-timeout, reported as not measured, with why;
+//     With -collect, every placement names a StatusCollector (the sum of the Deployments'
+//     status.availableReplicas, and their count) and a HealthRule decides when Deployments are
+//     ready; once the Deployments turned ready show in the summary, the bench waits for the
+//     placements' status.collected to hold the right sum and count, and for the assemblages'
+//     status to show the rule's verdict at every destination, and reports both;
 //   - idle: CPU of edge-controller-manager, of the syncers' process and of both kcp servers
 //     over -idle with nothing changing, and every request the center kcp served meanwhile, by
 //     verb, resource and subresource, the most frequent first;
@@ -106,6 +111,11 @@ type config struct {
 	// syncers (kubectl edge ensure location --push), and no syncers' process is started; the
 	// controllers' CPU and memory then include the syncers'.
 	Push bool `json:"push"`
+	// Collect adds a StatusCollector (the sum of the Deployments' availableReplicas, and their
+	// count) named in every placement's spec.statusCollectors, and a HealthRule for Deployments;
+	// the status phase checks that status.collected holds the right sum and that the rule
+	// decided at every destination.
+	Collect bool `json:"collect"`
 
 	statusTimeout, idle time.Duration
 	jsonOut             string
@@ -160,6 +170,7 @@ func main() {
 	flag.IntVar(&c.Shards, "shards", 1, "kcp shards of the center: 1 is one kcp; 2 or more start a sharded kcp (root shard, further shards, a cache server, a front-proxy that every client goes through) and report each shard's writes, CPU and mailboxes")
 	flag.BoolVar(&c.EdgeKCPAdmin, "edge-kcp-admin", false, "the syncers and the raw client reach the pclusters as kcp-admin, whose requests all share the edge kcp's one priority level (catch-all), which refuses with 429 what exceeds its concurrency; by default they reach them as the edge kcp's shard admin (system:masters), which API priority and fairness exempts, since the edge kcp stands in for as many edge clusters as destinations, each of which serves one syncer")
 	flag.BoolVar(&c.Push, "push", false, "push mode: every destination's syncer runs in edge-controller-manager (kubectl edge ensure location --push with the pcluster's kubeconfig), not in the syncers' process, which is not started; compare with a run without it for the cost of a push target")
+	flag.BoolVar(&c.Collect, "collect", false, "add a StatusCollector (sum of the Deployments' status.availableReplicas and their count) named by every EdgePlacement, and a HealthRule for Deployments (ready when availableReplicas reaches spec.replicas); the status phase checks the placement's status.collected and the rule's verdicts (compare a run with and without)")
 	flag.BoolVar(&c.keep, "keep", false, "leave the fleet running after the run, until interrupted (for profiling and poking); the bare kcp is then not measured")
 	flag.Parse()
 	if err := c.validate(); err != nil {

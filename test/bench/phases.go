@@ -89,6 +89,7 @@ func run(ctx context.Context, c config, out io.Writer) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
+	f.feed = feed
 	s, err := f.watchEdges(watchCtx, edges)
 	if err != nil {
 		return nil, err
@@ -108,7 +109,11 @@ func run(ctx context.Context, c config, out io.Writer) (*result, error) {
 	if err := f.update(ctx, mailboxes, edges, &res.Update); err != nil {
 		return nil, fmt.Errorf("update: %w", err)
 	}
-	if err := f.status(ctx, placements, &res.Status); err != nil {
+	res.Collect = collectFigures{Enabled: c.Collect}
+	if c.Collect {
+		res.Collect.Collector, res.Collect.HealthRule = collectorName, healthRuleName
+	}
+	if err := f.status(ctx, placements, &res.Status, &res.Collect); err != nil {
 		return nil, fmt.Errorf("status: %w", err)
 	}
 	if err := f.measureIdle(ctx, &res.Idle, res.Sharded); err != nil {
@@ -147,6 +152,9 @@ func run(ctx context.Context, c config, out io.Writer) (*result, error) {
 		say("wrote %s", c.jsonOut)
 	}
 	failed = false
+	if c.Collect && !res.Collect.Measured {
+		return res, fmt.Errorf("-collect: the status collector and health rule did not show what the edges hold: %s", res.Collect.NotMeasured)
+	}
 	if c.keep {
 		f.describe()
 		<-ctx.Done()
@@ -289,7 +297,7 @@ func (f *fleet) fanout(ctx context.Context, feed *assemblageFeed, mailboxes, edg
 	cpu0 := f.cpu()
 	t0 := time.Now()
 	for j := range c.P {
-		if _, err := wmw.Resource(placementsGVR).Create(ctx, placementObject(j), metav1.CreateOptions{}); err != nil {
+		if _, err := wmw.Resource(placementsGVR).Create(ctx, placementObject(j, c.Collect), metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("creating EdgePlacement %s: %w", placementName(j), err)
 		}
 	}
@@ -316,6 +324,7 @@ func (f *fleet) fanout(ctx context.Context, feed *assemblageFeed, mailboxes, edg
 	fig.AssemblageWrites = whole.sum(isAssemblageWrite)
 	fig.AssemblageWritesPerDestination = fig.AssemblageWrites / float64(c.N)
 	fig.AssemblageStatusWrites = whole.sum(isAssemblageStatusWrite)
+	fig.CenterWritesTotal = whole.sum(framework.IsWrite)
 	fig.AssemblageBytes = feed.bytes()
 	fig.AssemblageBytesPerDestination = float64(fig.AssemblageBytes) / float64(c.N)
 	edgeDelta := edgeRequests.since(ctx)
@@ -458,6 +467,7 @@ func (f *fleet) update(ctx context.Context, mailboxes, edges *view, fig *updateF
 	delta := requests.since(ctx)
 	fig.AssemblageWrites = delta.sum(isAssemblageWrite)
 	fig.CenterWrites = delta.writes(fig.MaxSeconds)
+	fig.CenterWritesTotal = delta.sum(framework.IsWrite)
 	fig.CenterKCPRefused = delta.sum(isRefused)
 	inAssemblages := seconds(t0, mailboxes.probeTimes(dests))
 	fig.MailboxP50Seconds, fig.MailboxP90Seconds = percentile(inAssemblages, 0.50), percentile(inAssemblages, 0.90)
@@ -476,8 +486,18 @@ func (f *fleet) update(ctx context.Context, mailboxes, edges *view, fig *updateF
 
 // status turns the first placement's Deployment ready at some of its destinations, one at a
 // time, and times until the placement's status.summary.ready counts each. It ends early, as not
-// measured, when the summary does not appear or does not follow.
-func (f *fleet) status(ctx context.Context, placements *placementsView, fig *statusFigures) error {
+// measured, when the summary does not appear or does not follow. With -collect, once they are
+// ready, it checks what the status collector and the health rule show (collect).
+func (f *fleet) status(ctx context.Context, placements *placementsView, fig *statusFigures, collect *collectFigures) error {
+	requests, cpu0, t0 := f.countCenter(ctx), f.cpu(), time.Now()
+	defer func() {
+		delta, cpu := requests.since(ctx), f.cpu().since(cpu0)
+		fig.Seconds, fig.CenterWritesTotal, fig.AssemblageStatusWrites = time.Since(t0).Seconds(), delta.sum(framework.IsWrite), delta.sum(isAssemblageStatusWrite)
+		fig.ControllerCPUSeconds, fig.SyncersCPUSeconds = cpu.controller, cpu.syncers
+	}()
+	if collect.Enabled {
+		collect.NotMeasured = "the status phase did not turn the Deployments ready"
+	}
 	all := f.destinationsOf(0)
 	m := min(f.cfg.StatusDestinations, len(all))
 	fig.Destinations = m
@@ -498,6 +518,12 @@ func (f *fleet) status(ctx context.Context, placements *placementsView, fig *sta
 	isolated, err := f.statusChanges(ctx, placements, fig, all, m, true, statussummarizer.CoalescePeriod)
 	if err != nil || isolated == nil {
 		return err
+	}
+	if collect.Enabled {
+		collect.NotMeasured = ""
+		if err := f.checkCollect(ctx, placements, m, collect); err != nil {
+			return err
+		}
 	}
 	// A stream of changes, each made as soon as the one before shows: each waits for the end of
 	// the summarizer's period begun by the one before (one placement status write a period).

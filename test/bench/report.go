@@ -22,8 +22,10 @@ type result struct {
 	Fanout  fanoutFigures `json:"fanout"`
 	Update  updateFigures `json:"update"`
 	Status  statusFigures `json:"status"`
-	Idle    idleFigures   `json:"idle"`
-	Memory  memoryFigures `json:"memory"`
+	// Collect is what -collect's status collector and health rule showed.
+	Collect collectFigures `json:"collect"`
+	Idle    idleFigures    `json:"idle"`
+	Memory  memoryFigures  `json:"memory"`
 	// Bare is the idle kcp that the center's idle CPU is compared with.
 	Bare bareFigures `json:"bare"`
 	// Sharded is the center's figures by shard, with -shards 2 or more; absent otherwise.
@@ -116,6 +118,8 @@ type fanoutFigures struct {
 	AssemblageWrites               float64 `json:"assemblageWrites"`
 	AssemblageWritesPerDestination float64 `json:"assemblageWritesPerDestination"`
 	AssemblageStatusWrites         float64 `json:"assemblageStatusWrites"`
+	// CenterWritesTotal is every write the center kcp served over the whole fan-out.
+	CenterWritesTotal float64 `json:"centerWritesTotal"`
 	// AssemblageBytes is the JSON size of every destination's assemblage and parts once all are
 	// complete (what kcp stores, and each syncer reads); AssemblageBytesPerDestination per
 	// destination.
@@ -150,6 +154,8 @@ type updateFigures struct {
 	// counts include the attempts it refused with 429, CenterKCPRefused in all.
 	CenterWrites     []requestRate `json:"centerWrites"`
 	CenterKCPRefused float64       `json:"centerKCPRefused"`
+	// CenterWritesTotal is their sum.
+	CenterWritesTotal float64 `json:"centerWritesTotal"`
 }
 
 // statusFigures: a Deployment turned ready at an edge, the time until its EdgePlacement's
@@ -170,6 +176,14 @@ type statusFigures struct {
 	StreamP50Seconds      float64 `json:"streamP50Seconds"`
 	StreamP99Seconds      float64 `json:"streamP99Seconds"`
 	CoalescePeriodSeconds float64 `json:"coalescePeriodSeconds"`
+	// Over the whole phase (Seconds, with -collect's check): every write the center kcp served,
+	// the syncers' status writes among them, and the CPU seconds of edge-controller-manager and
+	// of the syncers' process.
+	Seconds                float64 `json:"seconds"`
+	CenterWritesTotal      float64 `json:"centerWritesTotal"`
+	AssemblageStatusWrites float64 `json:"assemblageStatusWrites"`
+	ControllerCPUSeconds   float64 `json:"controllerCPUSeconds"`
+	SyncersCPUSeconds      float64 `json:"syncersCPUSeconds"`
 }
 
 // idleFigures: CPU use over a window with nothing changing, in percent of one core.
@@ -255,6 +269,10 @@ func printTable(w io.Writer, r *result) {
 	}
 	fmt.Fprintf(w, "\nfleet benchmark: N=%d destinations, K=%d objects per placement, P=%d placements, %d-byte objects; %s; %s; %d cores, load average before %.2f %.2f %.2f\n\n",
 		c.N, c.K, c.P, c.ObjectSize, admission, edgeUser, r.Machine.Cores, r.Machine.LoadAverage[0], r.Machine.LoadAverage[1], r.Machine.LoadAverage[2])
+	if c.Collect {
+		fmt.Fprintf(w, "status you define: every EdgePlacement names StatusCollector %s (filter: Deployments; sum of status.availableReplicas and count), and HealthRule %s decides when Deployments are ready (availableReplicas >= spec.replicas) in place of kstatus\n\n",
+			collectorName, healthRuleName)
+	}
 	if c.Push {
 		fmt.Fprintf(w, "push mode: every syncer runs in edge-controller-manager (its push host), so the controllers' CPU and RSS below include the %d syncers', and there is no syncers' process (its figures are 0)\n\n", c.N)
 	}
@@ -281,6 +299,7 @@ func printTable(w io.Writer, r *result) {
 	fmt.Fprintf(w, "| assemblage writes (Assemblages and parts) during the fan-out, per destination; syncers' status writes | %.0f, %.2f; %.0f | 1 per destination |\n",
 		f.AssemblageWrites, f.AssemblageWritesPerDestination, f.AssemblageStatusWrites)
 	fmt.Fprintf(w, "| fan-out: EdgePlacements created to all %d objects at the edges (%d destinations complete) | %.1f s | |\n", f.Objects, f.EdgeDestinations, f.EdgeSeconds)
+	fmt.Fprintf(w, "| center writes over the whole fan-out | %.0f | |\n", f.CenterWritesTotal)
 	fmt.Fprintf(w, "| edge time / raw time of 2·N·K writes (mailboxes + edges) | %.2fx | <= 0.7x |\n", f.EdgeRatioToRaw)
 	fmt.Fprintf(w, "| fan-out: one destination complete at its edge, p50 / p99 | %.1f / %.1f s | |\n", f.EdgeP50Seconds, f.EdgeP99Seconds)
 	fmt.Fprintf(w, "| CPU during the fan-out: controllers / syncers / center kcp / edge kcp / bench | %.1f / %.1f / %.1f / %.1f / %.1f s | |\n",
@@ -292,7 +311,7 @@ func printTable(w io.Writer, r *result) {
 	fmt.Fprintf(w, "| update: one object edited to its %d assemblages, p50 / p90 / max | %.2f / %.2f / %.2f s | |\n", u.Destinations, u.MailboxP50Seconds, u.MailboxP90Seconds, u.MailboxMaxSeconds)
 	fmt.Fprintf(w, "| update: one object edited to its %d edges, p50 / p90 / p99 / max | %.2f / %.2f / %.2f / %.2f s | |\n", u.Destinations, u.P50Seconds, u.P90Seconds, u.P99Seconds, u.MaxSeconds)
 	fmt.Fprintf(w, "| update p90 / raw time of N writes | %.2fx | <= 1.3x |\n", u.P90RatioToRaw)
-	fmt.Fprintf(w, "| update: assemblage writes; center writes, most frequent (each with the attempts refused with 429: %.0f in all) | %.0f; %s | %d |\n", u.CenterKCPRefused, u.AssemblageWrites, describeRequests(u.CenterWrites, false, 5), u.Destinations)
+	fmt.Fprintf(w, "| update: assemblage writes; center writes (%.0f), most frequent (each with the attempts refused with 429: %.0f in all) | %.0f; %s | %d |\n", u.CenterWritesTotal, u.CenterKCPRefused, u.AssemblageWrites, describeRequests(u.CenterWrites, false, 5), u.Destinations)
 	if st := r.Status; st.Measured {
 		fmt.Fprintf(w, "| status: a Deployment turned ready at an edge to status.summary.ready, %d destinations one at a time, each once the summary was quiet for %.0f s, p50 / p99 / max | %.2f / %.2f / %.2f s | p99 < 1 s |\n",
 			st.Destinations, st.CoalescePeriodSeconds, *st.P50Seconds, *st.P99Seconds, *st.MaxSeconds)
@@ -300,6 +319,17 @@ func printTable(w io.Writer, r *result) {
 			st.CoalescePeriodSeconds, st.StreamP50Seconds, st.StreamP99Seconds)
 	} else {
 		fmt.Fprintf(w, "| status: a Deployment turned ready at an edge to status.summary.ready | not measured: %s | p99 < 1 s |\n", cell(st.NotMeasured))
+	}
+	st := r.Status
+	fmt.Fprintf(w, "| status phase (%.0f s): center writes (syncers' status writes); CPU of edge-controller-manager / the syncers' process | %.0f (%.0f); %.1f / %.1f s | |\n",
+		st.Seconds, st.CenterWritesTotal, st.AssemblageStatusWrites, st.ControllerCPUSeconds, st.SyncersCPUSeconds)
+	if col := r.Collect; col.Enabled && col.Measured {
+		fmt.Fprintf(w, "| status collector %s: %s's status.collected, sum of availableReplicas (want: the %d Deployments turned ready); Deployments counted from destinations over every placement; errors; seconds after the summary | %.0f (want %d); %d from %d (want %d); %d; %.2f s | |\n",
+			col.Collector, placementName(0), col.ReadyDeployments, col.Available, col.WantAvailable, col.Deployments, col.Destinations, c.N, col.Errors, col.Seconds)
+		fmt.Fprintf(w, "| health rule %s: destinations whose assemblage reports the Deployment ready / not ready by the rule | %d / %d (want %d / %d) | |\n",
+			col.HealthRule, col.RuleReady, col.RuleNotReady, col.ReadyDeployments, c.N-col.ReadyDeployments)
+	} else if col.Enabled {
+		fmt.Fprintf(w, "| status collector %s and health rule %s | FAILED: %s | |\n", col.Collector, col.HealthRule, cell(col.NotMeasured))
 	}
 	i := r.Idle
 	fmt.Fprintf(w, "| idle %.0f s: CPU of edge-controller-manager / the syncers' process (all %d) | %.1f%% / %.1f%% of a core | < 5%% each |\n", i.WindowSeconds, c.N, i.ControllerCPUPercent, i.SyncersCPUPercent)

@@ -216,11 +216,13 @@ func (f *fleet) watchEdges(ctx context.Context, v *view) ([]cache.InformerSynced
 type placementsView struct {
 	mu        sync.Mutex
 	summaries map[string]*edgev1alpha1.DestinationCounts
+	// collected is each placement's status.collected.
+	collected map[string][]edgev1alpha1.CollectedStatus
 	waiters   waiters
 }
 
 func (f *fleet) watchPlacements(ctx context.Context) (*placementsView, []cache.InformerSynced, error) {
-	pv := &placementsView{summaries: map[string]*edgev1alpha1.DestinationCounts{}}
+	pv := &placementsView{summaries: map[string]*edgev1alpha1.DestinationCounts{}, collected: map[string][]edgev1alpha1.CollectedStatus{}}
 	client, err := dynamic.NewForConfig(f.center.ConfigFor(f.wmw))
 	if err != nil {
 		return nil, nil, err
@@ -240,6 +242,7 @@ func (f *fleet) watchPlacements(ctx context.Context) (*placementsView, []cache.I
 		pv.mu.Lock()
 		defer pv.mu.Unlock()
 		pv.summaries[p.Name] = p.Status.Summary
+		pv.collected[p.Name] = p.Status.Collected
 		pv.waiters.changed(at)
 	}
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -265,4 +268,17 @@ func (pv *placementsView) summary(placement string) *edgev1alpha1.DestinationCou
 	pv.mu.Lock()
 	defer pv.mu.Unlock()
 	return pv.summaries[placement].DeepCopy()
+}
+
+// collectedOf returns a copy of the placement's status.collected entry of the collector name,
+// nil while it has none.
+func (pv *placementsView) collectedOf(placement, name string) *edgev1alpha1.CollectedStatus {
+	pv.mu.Lock()
+	defer pv.mu.Unlock()
+	for i := range pv.collected[placement] {
+		if c := &pv.collected[placement][i]; c.Name == name {
+			return c.DeepCopy()
+		}
+	}
+	return nil
 }

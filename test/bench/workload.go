@@ -16,6 +16,8 @@ var (
 	secretsGVR     = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 	namespacesGVR  = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 	placementsGVR  = edgev1alpha1.SchemeGroupVersion.WithResource("edgeplacements")
+	collectorsGVR  = edgev1alpha1.SchemeGroupVersion.WithResource("statuscollectors")
+	healthRulesGVR = edgev1alpha1.SchemeGroupVersion.WithResource("healthrules")
 	syncTargetsGVR = edgev1alpha1.SchemeGroupVersion.WithResource("synctargets")
 )
 
@@ -141,15 +143,67 @@ func namespaceObject(name string) *unstructured.Unstructured {
 	}}
 }
 
-// placementObject is EdgePlacement j: the destinations of group j, the objects of its namespace.
-func placementObject(j int) *unstructured.Unstructured {
+// placementObject is EdgePlacement j: the destinations of group j, the objects of its namespace;
+// with collect, it names the benchmark's status collector.
+func placementObject(j int, collect bool) *unstructured.Unstructured {
+	spec := map[string]any{
+		"locationSelectors": []any{map[string]any{"matchLabels": map[string]any{groupLabel: groupName(j)}}},
+		"downsync":          []any{map[string]any{"namespaces": []any{groupNamespace(j)}}},
+	}
+	if collect {
+		spec["statusCollectors"] = []any{collectorName}
+	}
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": edgev1alpha1.SchemeGroupVersion.String(),
 		"kind":       "EdgePlacement",
 		"metadata":   map[string]any{"name": placementName(j)},
+		"spec":       spec,
+	}}
+}
+
+// The status collector and the health rule of -collect.
+const (
+	// collectorName sums the Deployments' status.availableReplicas and counts the Deployments,
+	// over each placement's destinations: every destination's syncer evaluates its filter on
+	// each of the K objects it applied, and its select on the Deployment.
+	collectorName = "bench-available"
+	// healthRuleName decides when a Deployment is ready, in place of kstatus, at every
+	// destination: when its available replicas reach spec.replicas, which is what kstatus
+	// decides of the benchmark's Deployments too (the status phase writes them as a Deployment
+	// controller would), so the run completes as without it. A Deployment it calls not ready
+	// carries its reason, ruleNotReady, in the assemblage's status: what shows that the rule, not
+	// kstatus, decided.
+	healthRuleName = "bench-deployments"
+	ruleNotReady   = "health rule " + healthRuleName + " says not ready yet"
+)
+
+// collectorObject is the StatusCollector of -collect.
+func collectorObject() *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": edgev1alpha1.SchemeGroupVersion.String(),
+		"kind":       "StatusCollector",
+		"metadata":   map[string]any{"name": collectorName},
 		"spec": map[string]any{
-			"locationSelectors": []any{map[string]any{"matchLabels": map[string]any{groupLabel: groupName(j)}}},
-			"downsync":          []any{map[string]any{"namespaces": []any{groupNamespace(j)}}},
+			"filter": `object.kind == "Deployment"`,
+			"select": []any{map[string]any{"name": "available", "expression": "object.status.availableReplicas"}},
+			"combine": []any{
+				map[string]any{"name": "available", "type": "sum", "select": "available"},
+				map[string]any{"name": "deployments", "type": "count"},
+			},
+		},
+	}}
+}
+
+// healthRuleObject is the HealthRule of -collect.
+func healthRuleObject() *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": edgev1alpha1.SchemeGroupVersion.String(),
+		"kind":       "HealthRule",
+		"metadata":   map[string]any{"name": healthRuleName},
+		"spec": map[string]any{
+			"group": "apps",
+			"kind":  "Deployment",
+			"ready": "object.status.availableReplicas >= object.spec.replicas",
 		},
 	}}
 }
