@@ -31,6 +31,10 @@ const mirrorIdle = 10 * time.Minute
 // makes it try again at once.
 const mirrorBackoff = 30 * time.Second
 
+// errNotReadYet is the failure of a read that gave up waiting for a mirror's first list, or for
+// its next one after a watch ended.
+var errNotReadYet = errors.New("not read yet")
+
 // errMirrorStopped is the failure of a mirror that was stopped (idle, or the dashboard ends).
 var errMirrorStopped = errors.New("no longer watched")
 
@@ -42,7 +46,7 @@ type mirror[T any] struct {
 	list         func(ctx context.Context) (*unstructured.UnstructuredList, error)
 	watch        func(ctx context.Context, resourceVersion string) (watch.Interface, error)
 	convert      func(*unstructured.Unstructured) (T, error)
-	// changed, if set, is called after the values change (not after the first list).
+	// changed, if set, is called after the values change, the first list included.
 	changed func()
 	// listSlots, if set, bounds the lists in flight of all the mirrors that share it.
 	listSlots chan struct{}
@@ -93,7 +97,7 @@ func (m *mirror[T]) read(ctx context.Context, f func(items map[string]T)) error 
 		m.mu.Unlock()
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("kcp did not answer in time reading %s in %s", m.describe, m.ws)
+			return fmt.Errorf("kcp did not answer in time reading %s in %s: %w", m.describe, m.ws, errNotReadYet)
 		case <-wait:
 		}
 		m.mu.Lock()
@@ -121,7 +125,9 @@ func (m *mirror[T]) settle(items map[string]T, err error) {
 	case err != nil:
 		m.current, m.err = false, err
 	case items != nil:
-		notify = m.items != nil
+		// The first list too: a page that gave up waiting for it (a placement's first load at
+		// a thousand destinations) is refreshed once it is in.
+		notify = true
 		m.items, m.current, m.err = items, true, nil
 	default:
 		m.current = false

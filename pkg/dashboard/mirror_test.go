@@ -163,15 +163,16 @@ func TestMirrorListThenWatch(t *testing.T) {
 	m, changes := k.mirror(t)
 	start(t, m)
 
-	if got, err := read(t, m, 50*time.Millisecond); err == nil || !strings.Contains(err.Error(), "kcp did not answer in time reading ConfigMaps in root:ws") {
+	if got, err := read(t, m, 50*time.Millisecond); err == nil || !strings.Contains(err.Error(), "kcp did not answer in time reading ConfigMaps in root:ws") || !errors.Is(err, errNotReadYet) {
 		t.Fatalf("before the first list a read got %v, %v; want the wait's end said", got, err)
 	}
 	close(hold)
 	if got, err := read(t, m, 10*time.Second); err != nil || !equalMaps(got, map[string]string{"a": "1"}) {
 		t.Fatalf("after the list: %v, %v", got, err)
 	}
-	if changes() != 0 {
-		t.Errorf("the first list counted as %d changes", changes())
+	// The first list is told, so that a page that gave up waiting for it is refreshed.
+	if changes() != 1 {
+		t.Errorf("the first list counted as %d changes, want 1", changes())
 	}
 
 	w := k.nextWatch(t)
@@ -179,8 +180,8 @@ func TestMirrorListThenWatch(t *testing.T) {
 	w.Modify(object("a", "3"))
 	w.Delete(object("b", "2"))
 	eventually(t, m, map[string]string{"a": "3"})
-	if got := changes(); got != 3 {
-		t.Errorf("%d changes told, want 3 (one per event)", got)
+	if got := changes(); got != 4 {
+		t.Errorf("%d changes told, want 4 (the first list, then one per event)", got)
 	}
 	// A bookmark changes nothing.
 	w.Action(watch.Bookmark, object("", ""))
@@ -341,5 +342,18 @@ func TestChangeBus(t *testing.T) {
 	}
 	if len(b.subs["x.web"]) != 0 {
 		t.Error("the ended subscription is still kept")
+	}
+}
+
+// A destination whose assemblage is not read yet when the page stops waiting says so, and not
+// that kcp failed.
+func TestAssemblageRowNotReadYet(t *testing.T) {
+	m := newMirror[assemblageInfo]("the assemblage", "root:mb")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	row := destination{}
+	assemblageState(ctx, &row, m, "a")
+	if row.State != "Unknown" || !strings.HasPrefix(row.Reason, "not read yet") {
+		t.Errorf("row %+v", row)
 	}
 }

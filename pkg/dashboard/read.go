@@ -468,6 +468,11 @@ func assemblageState(ctx context.Context, row *destination, m *mirror[assemblage
 	err := m.read(ctx, func(items map[string]assemblageInfo) { a, found = items[name] })
 	stale := row.State == string(transport.StateStale)
 	switch {
+	case errors.Is(err, errNotReadYet):
+		if !stale {
+			row.State = "Unknown"
+		}
+		row.Reason = "not read yet: the dashboard has just started to follow this destination's assemblage; the page updates when it arrives"
 	case err != nil:
 		if !stale {
 			row.State = "Unknown"
