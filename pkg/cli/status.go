@@ -635,7 +635,55 @@ func (so *statusOptions) printTarget(out io.Writer, inventory string, v *targetV
 			return err
 		}
 	}
+	for _, p := range v.Placements {
+		printCollectedAtEdge(out, p)
+	}
 	return nil
+}
+
+// printCollectedAtEdge prints what the placement's status collectors found at this edge, as the
+// syncer reported it: per collector the objects matched, its groups (key, count and combined
+// values) or rows (object and values), what was left out, and its run-time errors.
+func printCollectedAtEdge(out io.Writer, p assemblageView) {
+	if len(p.Collected) == 0 {
+		return
+	}
+	fmt.Fprintf(out, "\nCollected at this edge for %s in %s:\n", p.Placement, p.Workspace)
+	for _, c := range p.Collected {
+		fmt.Fprintf(out, "  %s: %d objects matched\n", c.Name, c.Matched)
+		for _, g := range c.Groups {
+			cells := []string{fmt.Sprintf("count=%d", g.Count)}
+			for _, v := range g.Values {
+				cells = append(cells, v.Name+"="+fleetview.CollectedCell([]byte(v.Value)))
+			}
+			key := ""
+			if len(g.Key) > 0 {
+				keys := make([]string, len(g.Key))
+				for i, k := range g.Key {
+					keys[i] = fleetview.CollectedCell([]byte(k))
+				}
+				key = "[" + strings.Join(keys, ", ") + "] "
+			}
+			fmt.Fprintf(out, "    %s%s\n", key, strings.Join(cells, " "))
+		}
+		for _, r := range c.Rows {
+			cells := make([]string, len(r.Values))
+			for i, v := range r.Values {
+				cells[i] = fleetview.CollectedCell([]byte(v))
+			}
+			fmt.Fprintf(out, "    %s: %s\n", r.Object, strings.Join(cells, ", "))
+		}
+		if c.Omitted > 0 {
+			fmt.Fprintf(out, "    %d more left out (limit or size budget)\n", c.Omitted)
+		}
+		if c.Errors > 0 {
+			line := fmt.Sprintf("    %d errors at run time", c.Errors)
+			if e := c.ErrorExample; e != nil {
+				line += fmt.Sprintf("; for example %s: %s", e.Object, oneLine(e.Error, 200))
+			}
+			fmt.Fprintln(out, line)
+		}
+	}
 }
 
 // printDrift prints the latest drift the syncer reports for one placement's assemblage: per

@@ -146,6 +146,11 @@ func TestPrintTarget(t *testing.T) {
 	if views[1].State != "Failed" || views[1].AppliedVersion != "v1" || len(views[1].Objects) != 3 || views[1].Objects[2].SharedFrom != "wmw2.base" {
 		t.Errorf("a failing assemblage: %+v", views[1])
 	}
+	views[1].Collected = []edgev1alpha1.CollectorReport{
+		{Name: "images", Matched: 2, Groups: []edgev1alpha1.CollectedGroup{{Key: []string{`"nginx:1.25"`}, Count: 2, Values: []edgev1alpha1.CombinedValue{{Name: "available", Value: "4"}}}}},
+		{Name: "phases", Matched: 3, Rows: []edgev1alpha1.CollectedObjectRow{{Object: "widgets.example.com/app/w1", Values: []string{`"Running"`, "null"}}},
+			Omitted: 2, Errors: 1, ErrorExample: &edgev1alpha1.CollectorError{Object: "widgets.example.com/app/w2", Error: "no such key: phase"}},
+	}
 	so := &statusOptions{Options: &Options{}}
 	var out bytes.Buffer
 	v := &targetView{SyncTarget: "edge-1", Mailbox: "root:espw:x-mb-1", SyncerVersion: "v0.9.0", Placements: views,
@@ -155,7 +160,10 @@ func TestPrintTarget(t *testing.T) {
 	}
 	for _, want := range []string{"SyncTarget edge-1 in root:imw, mailbox root:espw:x-mb-1", "SyncerReady True", "version v0.9.0",
 		"wmw2  ", "web", "v2", "Failed", "2/3 ready", "0/1 ready", "widgets.example.com/app/w1", "not read version v2",
-		"deployments.apps/app/web", "ProgressDeadlineExceeded", "(carried by wmw2.base)"} {
+		"deployments.apps/app/web", "ProgressDeadlineExceeded", "(carried by wmw2.base)",
+		"Collected at this edge for web in wmw2:", "images: 2 objects matched", "[nginx:1.25] count=2 available=4",
+		"phases: 3 objects matched", "widgets.example.com/app/w1: Running, <none>", "2 more left out",
+		"1 errors at run time; for example widgets.example.com/app/w2: no such key: phase"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
@@ -170,7 +178,8 @@ func TestPrintTarget(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &back); err != nil {
 		t.Fatalf("-o json: %v\n%s", err, out.String())
 	}
-	if back.SyncerVersion != "v0.9.0" || len(back.Placements) != 2 || back.Placements[1].Objects[1].Reason != "ProgressDeadlineExceeded" {
+	if back.SyncerVersion != "v0.9.0" || len(back.Placements) != 2 || back.Placements[1].Objects[1].Reason != "ProgressDeadlineExceeded" ||
+		len(back.Placements[1].Collected) != 2 || back.Placements[1].Collected[1].Errors != 1 {
 		t.Errorf("-o json: %+v", back)
 	}
 

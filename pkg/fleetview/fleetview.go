@@ -83,6 +83,8 @@ type Assemblage struct {
 	Objects         []Object `json:"objects,omitempty"`
 	// Drift is the syncer's report of drift at the edge (nil: none so far).
 	Drift *edgev1alpha1.DriftReport `json:"drift,omitempty"`
+	// Collected are the syncer's results of the placement's status collectors at this edge.
+	Collected []edgev1alpha1.CollectorReport `json:"collected,omitempty"`
 }
 
 // Object is one object of an assemblage at the edge.
@@ -107,7 +109,7 @@ func Assemblages(items []unstructured.Unstructured) ([]Assemblage, error) {
 		v := Assemblage{
 			Workspace: a.Spec.Placement.Cluster, Placement: a.Spec.Placement.Name, Assemblage: a.Name,
 			Version: a.Spec.Version, ObservedVersion: a.Status.ObservedVersion, AppliedVersion: a.Status.AppliedVersion,
-			State: string(state.State), Reason: state.Reason, Drift: a.Status.Drift,
+			State: string(state.State), Reason: state.Reason, Drift: a.Status.Drift, Collected: a.Status.Collected,
 		}
 		sharedFrom := map[string]string{}
 		for _, sh := range a.Spec.Shared {
