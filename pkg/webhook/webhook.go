@@ -226,7 +226,9 @@ func ServingCertificate(caCertPEM, caKeyPEM []byte, webhookURL string) (*tls.Cer
 func Webhooks(webhookURL string, caCertPEM []byte) []admissionregistrationv1.ValidatingWebhook {
 	ignore := admissionregistrationv1.Ignore
 	none := admissionregistrationv1.SideEffectClassNone
-	equivalent := admissionregistrationv1.Equivalent
+	// Exact: the rules name the group, every version and the two resources; with Equivalent,
+	// kcp would look up the equivalent resources of every other write of edge-mc's exports.
+	exact := admissionregistrationv1.Exact
 	clusterScope := admissionregistrationv1.ClusterScope
 	// Two seconds: a write of a collector waits at most that long for a webhook that does not
 	// answer, then passes (the translator's condition checks it anyway).
@@ -238,7 +240,7 @@ func Webhooks(webhookURL string, caCertPEM []byte) []admissionregistrationv1.Val
 		AdmissionReviewVersions: []string{"v1"},
 		SideEffects:             &none,
 		FailurePolicy:           &ignore,
-		MatchPolicy:             &equivalent,
+		MatchPolicy:             &exact,
 		TimeoutSeconds:          &timeout,
 		Rules: []admissionregistrationv1.RuleWithOperations{{
 			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},

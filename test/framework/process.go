@@ -187,6 +187,11 @@ type ControllerManager struct {
 	HTTPAddress string
 }
 
+// WebhookArgs serve edge-controller-manager's admission webhook on a port of its own (kcp runs on
+// this host), for a fleet whose test writes StatusCollectors or HealthRules: NewFleetWithArgs(t,
+// regions, WebhookArgs...).
+var WebhookArgs = []string{"--webhook-address", "127.0.0.1:0"}
+
 // StartControllerManager runs edge-controller-manager for the ESPW with its own identity, the
 // ServiceAccount that 'kubectl edge init' makes in the ESPW (see ControllerKubeconfig), and extra
 // args, and waits until it is ready (its controllers' caches synced). A --kubeconfig in extra
@@ -210,8 +215,12 @@ func StartControllerManagerNoWait(t testing.TB, espw logicalcluster.Path, extra 
 	if !slices.ContainsFunc(extra, func(a string) bool { return a == "--kubeconfig" || strings.HasPrefix(a, "--kubeconfig=") }) {
 		args = []string{"--kubeconfig", ControllerKubeconfig(t, espw)}
 	}
-	// The admission webhook on a port of its own: kcp runs on this host.
-	args = append(append(args, "--espw", espw.String(), "--http-address", addr, "--webhook-address", "127.0.0.1:0", "-v=2"), extra...)
+	args = append(args, "--espw", espw.String(), "--http-address", addr, "-v=2")
+	if os.Getenv("EDGE_E2E_WEBHOOK") == "1" {
+		// Every fleet serves the admission webhook: to measure what it costs kcp.
+		args = append(args, WebhookArgs...)
+	}
+	args = append(args, extra...)
 	return &ControllerManager{Process: StartProcess(t, "edge-controller-manager", args...), HTTPAddress: addr}
 }
 

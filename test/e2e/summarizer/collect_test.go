@@ -123,7 +123,8 @@ func TestStatusYouDefine(t *testing.T) {
 	for _, n := range names {
 		starting[n] = framework.StartKubeClusterInBackground(t, n)
 	}
-	f := framework.NewFleet(t, map[string]string{"kube1": "north", "kube2": "north", "kube3": "north"})
+	// The admission webhook refuses broken CEL (its subtest).
+	f := framework.NewFleetWithArgs(t, map[string]string{"kube1": "north", "kube2": "north", "kube3": "north"}, framework.WebhookArgs...)
 	edges := map[string]dynamic.Interface{}
 	for _, n := range names {
 		kube := starting[n]()
