@@ -493,13 +493,10 @@ type runnable struct {
 }
 
 // waitForESPW waits, with backoff and for as long as it takes, until the ESPW serves the
-// APIExport edge.kcp.io, reporting why not through notReady. The backoff stops growing at 5 s:
-// one GET every 5 s of a kcp that is away costs nothing, and a manager started while kcp was
-// down (a center restarted as a whole) starts work within 5 s of kcp's return (with 30 s, the
-// fleet waited up to that long for it).
+// APIExport edge.kcp.io, reporting why not through notReady.
 func waitForESPW(ctx context.Context, kcp kcpclientset.ClusterInterface, espw logicalcluster.Path, notReady func(string)) error {
 	logger := klog.FromContext(ctx)
-	return retry(ctx, time.Second, espwRetryLimit, func() bool {
+	return retry(ctx, time.Second, 30*time.Second, func() bool {
 		_, err := kcp.Cluster(espw).ApisV1alpha2().APIExports().Get(ctx, edgev1alpha1.EdgeAPIExportName, metav1.GetOptions{})
 		if err != nil {
 			why := fmt.Sprintf("waiting for the ESPW: cannot read the APIExport %s in %s (is kcp reachable, and has 'kubectl edge init --espw %s' run?): %v",
@@ -511,9 +508,6 @@ func waitForESPW(ctx context.Context, kcp kcpclientset.ClusterInterface, espw lo
 		return true
 	})
 }
-
-// espwRetryLimit is the longest wait between two tries of waitForESPW.
-const espwRetryLimit = 5 * time.Second
 
 // retry calls done with jittered exponential backoff, from initial up to limit between calls,
 // until it returns true or ctx ends.
