@@ -11,8 +11,6 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/kcp-dev/logicalcluster/v3"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kcp-dev/edge-mc/pkg/dashboard"
 	"github.com/kcp-dev/edge-mc/test/framework"
@@ -42,14 +40,8 @@ func (b *bench) extraPlacements(ctx context.Context) error {
 	if err := framework.ForEach(extra, b.cfg.Parallel, func(j int) error {
 		i := j + 1
 		name := extraPlacement(i)
-		ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name}}}
-		if _, err := b.wmwDyn.Resource(namespacesGVR).Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("creating namespace %s in %s: %w", name, b.wmw, err)
-		}
-		cm := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
-			"metadata": map[string]any{"name": "settings", "namespace": name}, "data": map[string]any{"value": "v1"}}}
-		if _, err := b.wmwDyn.Resource(configMapsGVR).Namespace(name).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("creating ConfigMap %s/settings in %s: %w", name, b.wmw, err)
+		if err := b.createSettings(ctx, name); err != nil {
+			return err
 		}
 		return b.createPlacementOn(ctx, name, map[string]any{"group": fmt.Sprintf("g%d", i%extraGroups)}, nil)
 	}); err != nil {

@@ -479,14 +479,8 @@ func (b *bench) setUp(ctx context.Context, res *result) error {
 		return err
 	}
 	for _, name := range []string{flatPlacement, pacedPlacement} {
-		ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name}}}
-		if _, err := b.wmwDyn.Resource(namespacesGVR).Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("creating namespace %s in %s: %w", name, b.wmw, err)
-		}
-		cm := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
-			"metadata": map[string]any{"name": "settings", "namespace": name}, "data": map[string]any{"value": "v1"}}}
-		if _, err := b.wmwDyn.Resource(configMapsGVR).Namespace(name).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("creating ConfigMap %s/settings in %s: %w", name, b.wmw, err)
+		if err := b.createSettings(ctx, name); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -819,4 +813,19 @@ func (b *bench) requestCounts(ctx context.Context) map[string]float64 {
 		return nil
 	}
 	return requestCounts(metrics)
+}
+
+// createSettings makes, in the workload workspace, the namespace name with one ConfigMap,
+// settings: what each of the benchmark's placements delivers.
+func (b *bench) createSettings(ctx context.Context, name string) error {
+	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name}}}
+	if _, err := b.wmwDyn.Resource(namespacesGVR).Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating namespace %s in %s: %w", name, b.wmw, err)
+	}
+	cm := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "settings", "namespace": name}, "data": map[string]any{"value": "v1"}}}
+	if _, err := b.wmwDyn.Resource(configMapsGVR).Namespace(name).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating ConfigMap %s/settings in %s: %w", name, b.wmw, err)
+	}
+	return nil
 }
